@@ -1,0 +1,1 @@
+"""Pieces shared across Mirage's modules."""

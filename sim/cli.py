@@ -1,0 +1,20 @@
+"""The `hpcsim` command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sim.cliutil import dispatch
+
+COMMANDS = {
+    "replay": ("sim.replay_cli", "replay a trace through the simulator and report"),
+    "generate": ("sim.generate", "write a synthetic Lublin-Feitelson-like workload (SWF)"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return dispatch("hpcsim", COMMANDS, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

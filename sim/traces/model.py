@@ -1,0 +1,73 @@
+"""The in-memory form of a workload trace, shared by every reader and by the simulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read; the message names the file and, where known, the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceWarning:
+    """A row that was skipped or repaired, with where and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(slots=True)
+class Trace:
+    """Jobs of one trace as parallel arrays, sorted by (submit, job_id).
+
+    Times are seconds relative to ``start_epoch`` (the Unix time of t = 0). ``units`` counts
+    what the cluster is counted in (``unit`` is ``"nodes"`` or ``"procs"``); ``limit`` is the
+    requested wall-clock limit in seconds and ``runtime`` what the job really ran.
+    ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown).
+    ``user``/``group`` are integer codes; ``user_names`` maps codes back to names.
+    ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none).
+    """
+
+    job_id: np.ndarray
+    submit: np.ndarray
+    runtime: np.ndarray
+    limit: np.ndarray
+    units: np.ndarray
+    user: np.ndarray
+    group: np.ndarray
+    exit_code: np.ndarray
+    recorded_start: np.ndarray
+    names: list[str]
+    unit: str = "nodes"
+    total_units: int | None = None
+    start_epoch: float = 0.0
+    source: str = ""
+    fmt: str = ""
+    user_names: list[str] = field(default_factory=list)
+    warnings: list[TraceWarning] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.job_id.shape[0])
+
+    def select(self, mask: np.ndarray) -> Trace:
+        """A trace of the jobs where ``mask`` is true (keeps metadata and warnings)."""
+        idx = np.flatnonzero(mask)
+        arrays = {
+            name: getattr(self, name)[idx]
+            for name in (
+                "job_id", "submit", "runtime", "limit", "units", "user", "group",
+                "exit_code", "recorded_start",
+            )
+        }
+        return replace(self, names=[self.names[i] for i in idx], **arrays)
+
+    def window(self, t0: float, t1: float) -> Trace:
+        """Jobs submitted in ``[t0, t1)`` seconds (relative times, not re-based)."""
+        return self.select((self.submit >= t0) & (self.submit < t1))

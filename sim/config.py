@@ -1,0 +1,250 @@
+"""The subset of ``slurm.conf`` that the simulator models, with Slurm 22.05's defaults.
+
+An admin can point the simulator at the site's real ``slurm.conf``: unknown keys are
+ignored, known ones are validated with errors that name the file and line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sim.timefmt import parse_duration
+
+
+class ConfigError(ValueError):
+    """A slurm.conf value the simulator cannot use; the message names file:line and key."""
+
+
+@dataclass(slots=True)
+class Partition:
+    """A partition's scheduling-relevant settings."""
+
+    name: str
+    max_time: float = math.inf
+    priority_job_factor: int = 1
+    priority_tier: int = 1
+    default: bool = False
+
+
+@dataclass(slots=True)
+class SlurmConfig:
+    """Scheduling parameters; every default is Slurm 22.05's.
+
+    Durations are in seconds. ``priority_type`` is ``"priority/basic"`` (FIFO by submission)
+    or ``"priority/multifactor"``. ``units`` says what the cluster is counted in: ``"nodes"``
+    (whole-node GPU partitions), ``"cpus"`` (``SelectTypeParameters=CR_CPU``/``CR_Core``),
+    or ``None`` to follow the trace. ``nodes``/``cpus`` are the cluster size from the
+    ``NodeName`` lines (0 if none).
+    """
+
+    priority_type: str = "priority/basic"
+    weight_age: int = 0
+    weight_fairshare: int = 0
+    weight_job_size: int = 0
+    weight_partition: int = 0
+    weight_qos: int = 0
+    max_age: float = 7 * 86400.0
+    decay_half_life: float = 7 * 86400.0
+    calc_period: float = 300.0
+    favor_small: bool = False
+    accrue_always: bool = False
+    scheduler_type: str = "sched/backfill"
+    default_queue_depth: int = 100
+    sched_interval: float = 60.0
+    bf_interval: float = 30.0
+    bf_window: float = 1440 * 60.0
+    bf_resolution: float = 60.0
+    bf_max_job_test: int = 500
+    units: str | None = None
+    nodes: int = 0
+    cpus: int = 0
+    partitions: dict[str, Partition] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def multifactor(self) -> bool:
+        return self.priority_type == "priority/multifactor"
+
+    @property
+    def backfill(self) -> bool:
+        return self.scheduler_type == "sched/backfill" and self.bf_interval > 0
+
+    def partition(self, name: str) -> Partition:
+        """The named partition, the default one for ``""``, or a neutral one."""
+        if name and name in self.partitions:
+            return self.partitions[name]
+        for p in self.partitions.values():
+            if p.default and not name:
+                return p
+        if name and self.partitions:
+            raise ConfigError(f"unknown partition {name!r} (known: {', '.join(self.partitions)})")
+        return _NEUTRAL
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> SlurmConfig:
+        """Read a slurm.conf (``Include`` lines followed)."""
+        cfg = cls(source=str(path))
+        _Reader(cfg).read(Path(path))
+        return cfg
+
+    @classmethod
+    def from_text(cls, text: str, name: str = "<slurm.conf>") -> SlurmConfig:
+        cfg = cls(source=name)
+        _Reader(cfg).read_text(text, name, Path("."))
+        return cfg
+
+
+_NEUTRAL = Partition(name="")
+_SCHED_INT = {
+    "default_queue_depth": "default_queue_depth",
+    "bf_max_job_test": "bf_max_job_test",
+}
+_SCHED_SECONDS = {
+    "sched_interval": "sched_interval",
+    "bf_interval": "bf_interval",
+    "bf_resolution": "bf_resolution",
+}
+_WEIGHTS = {
+    "priorityweightage": "weight_age",
+    "priorityweightfairshare": "weight_fairshare",
+    "priorityweightjobsize": "weight_job_size",
+    "priorityweightpartition": "weight_partition",
+    "priorityweightqos": "weight_qos",
+}
+_HOSTLIST = re.compile(r"\[([^\]]+)\]")
+
+
+def _count_hosts(expr: str) -> int:
+    """Number of hosts in a Slurm hostlist such as ``gpu[001-084],login1``."""
+    total = 0
+    for part in re.split(r",(?![^\[]*\])", expr):
+        m = _HOSTLIST.search(part)
+        if not m:
+            total += 1
+            continue
+        for rng in m.group(1).split(","):
+            lo, _, hi = rng.partition("-")
+            total += int(hi) - int(lo) + 1 if hi else 1
+    return total
+
+
+class _Reader:
+    def __init__(self, cfg: SlurmConfig) -> None:
+        self.cfg = cfg
+        self.depth = 0
+
+    def read(self, path: Path) -> None:
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read slurm.conf: {e.strerror}") from None
+        self.read_text(text, str(path), path.parent)
+
+    def read_text(self, text: str, name: str, base: Path) -> None:
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            where = f"{name}:{lineno}"
+            if line.lower().startswith("include "):
+                self._include(line.split(None, 1)[1].strip(), base, where)
+                continue
+            try:
+                tokens = shlex.split(line)
+            except ValueError as e:
+                raise ConfigError(f"{where}: {e}") from None
+            pairs = []
+            for tok in tokens:
+                key, eq, value = tok.partition("=")
+                if not eq:
+                    raise ConfigError(f"{where}: expected Key=Value, got {tok!r}")
+                pairs.append((key.strip(), value.strip()))
+            try:
+                self._apply(pairs)
+            except ConfigError as e:
+                raise ConfigError(f"{where}: {e}") from None
+            except ValueError as e:
+                raise ConfigError(f"{where}: {pairs[0][0]}: {e}") from None
+
+    def _include(self, target: str, base: Path, where: str) -> None:
+        if self.depth > 8:
+            raise ConfigError(f"{where}: Include nested too deeply")
+        path = Path(target)
+        if not path.is_absolute():
+            path = base / path
+        self.depth += 1
+        try:
+            self.read(path)
+        finally:
+            self.depth -= 1
+
+    def _apply(self, pairs: list[tuple[str, str]]) -> None:
+        cfg = self.cfg
+        key, value = pairs[0]
+        k = key.lower()
+        if k == "nodename":
+            attrs = {a.lower(): v for a, v in pairs[1:]}
+            if value.upper() == "DEFAULT":
+                return
+            count = _count_hosts(value)
+            cpus = int(attrs.get("cpus", attrs.get("procs", "1")))
+            cfg.nodes += count
+            cfg.cpus += count * cpus
+        elif k == "partitionname":
+            if value.upper() == "DEFAULT":
+                return
+            attrs = {a.lower(): v for a, v in pairs[1:]}
+            part = Partition(name=value)
+            if "maxtime" in attrs:
+                part.max_time = parse_duration(attrs["maxtime"])
+            part.priority_job_factor = int(attrs.get("priorityjobfactor", 1))
+            part.priority_tier = int(attrs.get("prioritytier", 1))
+            part.default = attrs.get("default", "NO").upper() == "YES"
+            cfg.partitions[value] = part
+        elif k == "prioritytype":
+            if value not in ("priority/basic", "priority/multifactor"):
+                raise ConfigError(f"PriorityType={value}: the simulator models priority/basic and priority/multifactor")
+            cfg.priority_type = value
+        elif k in _WEIGHTS:
+            w = int(value)
+            if w < 0:
+                raise ConfigError(f"{key} must be >= 0, got {value}")
+            setattr(cfg, _WEIGHTS[k], w)
+        elif k == "prioritymaxage":
+            cfg.max_age = parse_duration(value)
+        elif k == "prioritydecayhalflife":
+            cfg.decay_half_life = parse_duration(value)
+        elif k == "prioritycalcperiod":
+            cfg.calc_period = max(60.0, parse_duration(value))
+        elif k == "priorityfavorsmall":
+            cfg.favor_small = value.upper() == "YES"
+        elif k == "priorityflags":
+            cfg.accrue_always = "ACCRUE_ALWAYS" in value.upper().split(",")
+        elif k == "schedulertype":
+            if value not in ("sched/backfill", "sched/builtin"):
+                raise ConfigError(f"SchedulerType={value}: expected sched/backfill or sched/builtin")
+            cfg.scheduler_type = value
+        elif k == "schedulerparameters":
+            self._sched_params(value)
+        elif k == "selecttypeparameters":
+            v = value.upper()
+            cfg.units = "cpus" if ("CR_CPU" in v or "CR_CORE" in v) else "nodes"
+
+    def _sched_params(self, value: str) -> None:
+        cfg = self.cfg
+        for item in value.split(","):
+            name, _, v = item.strip().partition("=")
+            name = name.lower()
+            if name in _SCHED_INT:
+                n = int(v)
+                if n < 1:
+                    raise ConfigError(f"SchedulerParameters {name}={v}: must be >= 1")
+                setattr(cfg, _SCHED_INT[name], n)
+            elif name in _SCHED_SECONDS:
+                setattr(cfg, _SCHED_SECONDS[name], float(int(v)))
+            elif name == "bf_window":
+                cfg.bf_window = int(v) * 60.0

@@ -331,7 +331,7 @@ class Simulator:
                     if tm < t:
                         t = tm
                 if time_dep:
-                    tc = self._next_calc_tick()
+                    tc = max(self._next_calc_tick(), self.now)
                     if tc < t:
                         t = tc
             if t > until or t == math.inf:

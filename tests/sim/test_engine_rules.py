@@ -1,0 +1,148 @@
+"""Each scheduling rule against a hand-worked example."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from simhelpers import make_trace, starts
+
+from sim.config import SlurmConfig
+from sim.engine import Simulator
+from sim.job import JobSpec, JobState
+
+BUILTIN = SlurmConfig(scheduler_type="sched/builtin")
+
+
+def test_backfill_fills_a_hole_but_never_delays_the_reservation():
+    # 10 nodes. Job 1 holds 8 until t=100. Job 2 needs all 10 -> reserved for t=120 (the end
+    # of job 1 rounded up to bf_resolution=60). Job 3 (2 nodes, limit 60) fits before that
+    # and is backfilled at the first backfill tick (t=30). Job 4 (2 nodes, limit 200) would
+    # overlap the reservation, so it must wait for job 2.
+    sim = Simulator(make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2), (3, 50, 200, 2)]))
+    sim.run()
+    s = starts(sim)
+    assert s[1] == 0 and s[3] == 30.0
+    assert s[2] == 100.0  # as soon as job 1 ends, not delayed by the backfilled job
+    assert s[4] >= 110.0
+    bf = {r.job_id: r.backfill for r in sim.records}
+    assert bf[3] and not bf[2]
+
+
+def test_without_backfill_the_main_scheduler_keeps_strict_order():
+    sim = Simulator(make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2)]), BUILTIN)
+    sim.run()
+    s = starts(sim)
+    assert s[3] >= s[2] == 100.0
+
+
+def test_job_is_killed_at_its_limit():
+    sim = Simulator(make_trace([(0, 500, 100, 1), (0, 50, 100, 1)]))
+    sim.run()
+    recs = {r.job_id: r for r in sim.records}
+    assert recs[1].state is JobState.TIMEOUT and recs[1].end == 100.0
+    assert recs[2].state is JobState.COMPLETED and recs[2].end == 50.0
+
+
+def test_age_does_not_accrue_while_dependent():
+    cfg = SlurmConfig(priority_type="priority/multifactor", weight_age=10000, max_age=1000.0,
+                      calc_period=60.0)
+    # Job 1 occupies the whole cluster until t=600. Job 2 depends on job 1 (submitted at 0);
+    # job 3 has no dependency (submitted at 10). Both want the whole cluster afterwards.
+    sim = Simulator(make_trace([(0, 600, 700, 4), (10, 100, 200, 4)], total=4), cfg)
+    sim.advance(0)
+    dep = sim.submit(JobSpec(units=4, limit=200, runtime=100, dependency="afterany:1"))
+    sim.advance(599)
+    assert math.isnan(sim.job(dep).eligible)
+    sim.run()
+    view = sim.job(dep)
+    assert view.eligible == 600.0
+    s = starts(sim)
+    # Job 3 accrued ~590 s of age by t=600, the dependent job none: job 3 goes first.
+    assert s[2] == 600.0 and s[dep] == 700.0
+
+
+def test_age_orders_jobs_by_eligibility_when_weighted():
+    cfg = SlurmConfig(priority_type="priority/multifactor", weight_age=10000, weight_job_size=0,
+                      calc_period=60.0, max_age=86400.0)
+    sim = Simulator(make_trace([(0, 1000, 1000, 4), (10, 10, 100, 2), (500, 10, 100, 3)], total=4),
+                    cfg)
+    sim.run()
+    s = starts(sim)
+    assert s[2] == 1000.0 and s[3] == 1010.0
+
+
+def test_singleton_runs_one_at_a_time():
+    sim = Simulator(make_trace([], total=10))
+    a = sim.submit(JobSpec(units=1, limit=100, runtime=50, name="train", dependency="singleton"))
+    b = sim.submit(JobSpec(units=1, limit=100, runtime=50, name="train", dependency="singleton"))
+    c = sim.submit(JobSpec(units=1, limit=100, runtime=50, name="other", dependency="singleton"))
+    sim.run()
+    s = starts(sim)
+    assert s[a] == 0 and s[c] == 0
+    assert s[b] == 50.0
+
+
+def test_afterok_afternotok_and_after_plus_minutes():
+    sim = Simulator(make_trace([], total=10))
+    ok = sim.submit(JobSpec(units=1, limit=100, runtime=30))
+    bad = sim.submit(JobSpec(units=1, limit=100, runtime=40, exit_code=1))
+    j_ok = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"afterok:{ok}"))
+    j_notok = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"afternotok:{bad}"))
+    never = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"afterok:{bad}"))
+    later = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"after:{ok}+2"))
+    sim.run()
+    s = starts(sim)
+    assert s[j_ok] == 30.0 and s[j_notok] == 40.0 and s[later] == 120.0
+    assert never not in s and sim.job(never).state is JobState.PENDING
+    assert sim.job(bad).state is JobState.FAILED
+
+
+def test_begin_time_defers_eligibility():
+    sim = Simulator(make_trace([], total=10))
+    j = sim.submit(JobSpec(units=1, limit=100, runtime=5, begin=300.0))
+    sim.run()
+    assert starts(sim)[j] == 300.0
+
+
+def test_snapshot_restore_replays_the_same_future():
+    rows = [(i * 7, 50 + (i * 37) % 400, 500, 1 + (i * 5) % 6) for i in range(300)]
+    sim = Simulator(make_trace(rows, total=10), SlurmConfig(priority_type="priority/multifactor",
+                    weight_fairshare=1000, weight_age=100))
+    sim.advance(900.0)
+    blob = sim.snapshot()
+    sim.run()
+    first = [(r.job_id, r.start, r.end) for r in sim.records]
+    sim.restore(blob)
+    assert sim.now == 900.0
+    sim.run()
+    assert [(r.job_id, r.start, r.end) for r in sim.records] == first
+
+
+def test_estimate_start_predicts_the_start_without_new_arrivals():
+    # bf_resolution=1 so the estimate is not rounded up to the next minute
+    sim = Simulator(make_trace([(0, 100, 100, 8), (0, 100, 300, 6)], total=10),
+                    SlurmConfig(bf_resolution=1.0))
+    sim.advance(5)
+    j = sim.submit(JobSpec(units=4, limit=100, runtime=100))
+    est = sim.estimate_start(j)
+    sim.run()
+    assert est == starts(sim)[j]
+
+
+def test_queue_snapshot_reports_pending_and_running():
+    sim = Simulator(make_trace([(0, 100, 200, 6), (1, 100, 200, 6)], total=10))
+    sim.advance(50)
+    snap = sim.queue_snapshot()
+    assert list(snap.run_id) == [1] and list(snap.pend_id) == [2]
+    assert snap.pend_wait[0] == 49.0 and snap.run_remaining[0] == 150.0
+
+
+def test_bad_injections_are_rejected_clearly():
+    sim = Simulator(make_trace([], total=10))
+    with pytest.raises(ValueError, match="cluster has 10"):
+        sim.submit(JobSpec(units=11, limit=10, runtime=1))
+    with pytest.raises(ValueError, match="unknown job 99"):
+        sim.submit(JobSpec(units=1, limit=10, runtime=1, dependency="afterok:99"))
+    with pytest.raises(ValueError, match="not supported"):
+        sim.submit(JobSpec(units=1, limit=10, runtime=1, dependency="afterok:1?afterok:2"))

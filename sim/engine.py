@@ -16,7 +16,6 @@ import pickle
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
 
 import numpy as np
 
@@ -618,15 +617,26 @@ class Simulator:
         if tick <= self._prio_tick:
             return False
         self._prio_tick = tick
-        self.prio.begin_tick(tick)
-        old = [j.id for j in self._order]
-        pr = self.prio.priority
-        for job in self._pending.values():
-            if not math.isnan(job.eligible):
-                job.prio = pr(job.static, job.accrue, job.user, tick)
-                job.key = (-job.tier, -job.prio, job.seq)
+        model = self.prio
+        model.begin_tick(tick)
+        cfg = self.cfg
+        w_age, max_age, w_fs = cfg.weight_age, cfg.max_age, cfg.weight_fairshare
+        fs = model.fairshare_list()
+        n_fs = len(fs)
+        old = self._order[:]
+        for job in old:  # the eligible pending jobs; inlined PriorityModel.priority
+            p = job.static
+            if w_age:
+                age = tick - job.accrue
+                if age > 0:
+                    p += w_age * (age / max_age if age < max_age else 1.0)
+            if w_fs:
+                p += w_fs * (fs[job.user] if job.user < n_fs else 1.0)
+            prio = int(p)
+            job.prio = prio if prio > 1 else 1
+            job.key = (-job.tier, -job.prio, job.seq)
         self._order.sort(key=_Job.sort_key)
-        return old != [j.id for j in self._order]
+        return old != self._order
 
     def _main_pass(self, depth: int) -> None:
         """Strict priority order: start what fits; a job that does not fit blocks its
@@ -663,23 +673,28 @@ class Simulator:
         order = self._order[: self.cfg.bf_max_job_test]
         if not order:
             return
-        # The smallest request and the shortest limit among the jobs not yet tested: once
-        # even that pair cannot start now, no later job can, and the pass may stop early
-        # (reservations only take units away).
-        min_units = list(accumulate(reversed([j.units for j in order]), min))[::-1]
-        min_limit = list(accumulate(reversed([j.limit for j in order]), min))[::-1]
         prof = self._profile()
-        started: list[_Job] = []
+        now = self.now
+        free0 = self.free
+        fits = prof.fits_now
+        # Reservations only take units away, so a job that cannot start on the map of
+        # running jobs alone cannot start in this pass; past the last job that can, the
+        # pass changes nothing and stops (the outcome is the same as Slurm's full walk).
+        last = -1
         for i, job in enumerate(order):
-            if prof.fits_now(job.units, job.limit):
-                started.append(job)
-                prof.reserve(prof.ts[0], job.limit, job.units)
+            if job.units <= free0 and fits(job.units, job.limit):
+                last = i
+        if last < 0:
+            return
+        started: list[_Job] = []
+        earliest, reserve = prof.earliest, prof.reserve
+        for job in order[: last + 1]:
+            t = earliest(job.units, job.limit)
+            if t is None:
                 continue
-            if i + 1 < len(order) and not prof.fits_now(min_units[i + 1], min_limit[i + 1]):
-                break
-            t = prof.earliest(job.units, job.limit)
-            if t is not None:
-                prof.reserve(t, job.limit, job.units)
+            if t == now:
+                started.append(job)
+            reserve(t, job.limit, job.units)
         if started:
             ids = {j.id for j in started}
             self._order = [j for j in self._order if j.id not in ids]

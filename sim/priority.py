@@ -107,6 +107,12 @@ class PriorityModel:
             self.fairshare.fold(now)
             self._fs = self.fairshare.factors(self.n_users)
 
+    # NOTE: Simulator._refresh_priorities inlines the formula below for speed; keep in step.
+
+    def fairshare_list(self) -> list[float]:
+        """Fair-share factor per user code, as of the last :meth:`begin_tick`."""
+        return self._fs.tolist() if self._fs is not None else []
+
     def priority(self, static: float, accrue_from: float, user: int, now: float) -> int:
         """Slurm truncates the weighted sum to an integer; 0 means held, so at least 1."""
         c = self.cfg

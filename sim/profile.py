@@ -6,6 +6,7 @@ A profile is two parallel lists: breakpoint times ``ts`` (ascending, ``ts[0]`` =
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 
 
@@ -36,21 +37,30 @@ class Profile:
         self.ts = ts
         self.free = free
         self.horizon = horizon
-        # units -> earliest time with that many units free; reservations only lower the
-        # free counts, so this stays a valid lower bound for the profile's lifetime.
-        self._first: dict[int, float] = {}
+        # units -> earliest time with that many units free, and (units, duration) -> the
+        # last earliest start found; reservations only lower the free counts, so both stay
+        # lower bounds for the profile's lifetime.
+        self._first: dict[object, float] = {}
 
     def earliest(self, units: int, duration: float) -> float | None:
         """Earliest start with ``units`` free for ``duration`` (cut at the horizon), or None
         when no start before the horizon exists."""
         ts, free = self.ts, self.free
         n = len(ts)
-        lb = self._first.get(units)
-        i = 0 if lb is None else bisect_left(ts, lb)
-        while i < n and free[i] < units:
-            i += 1
-        if i < n:
-            self._first[units] = ts[i]
+        first = self._first
+        key = (units, duration)
+        lb = first.get(key)
+        if lb == math.inf:
+            return None
+        if lb is None:
+            lb = first.get(units)
+            i = 0 if lb is None else bisect_left(ts, lb)
+            while i < n and free[i] < units:
+                i += 1
+            if i < n:
+                first[units] = ts[i]
+        else:
+            i = bisect_left(ts, lb)
         while i < n:
             if free[i] < units:
                 i += 1
@@ -63,8 +73,10 @@ class Profile:
                     break
                 j += 1
             else:
+                first[key] = start
                 return start
             i = j + 1
+        first[key] = math.inf
         return None
 
     def fits_now(self, units: int, duration: float) -> bool:

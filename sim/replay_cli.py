@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sim.run(progress=not args.no_progress and sys.stderr.isatty())
     elapsed = time.perf_counter() - t0
     df = schedule_frame(sim)
-    s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=len(trace.warnings))
+    malformed = sum(w.count for w in trace.warnings if w.kind == "malformed")
+    s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=malformed)
     table = Table(title=f"{Path(path).name}: {len(trace)} jobs on {sim.total_units} {trace.unit}")
     table.add_column("metric")
     table.add_column("value", justify="right")

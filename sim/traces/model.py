@@ -13,11 +13,18 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TraceWarning:
-    """A row that was skipped or repaired, with where and why."""
+    """A row that was skipped or repaired, with where and why.
+
+    ``kind`` is ``"malformed"`` for one bad row, or ``"skipped"`` for a summary of ``count``
+    well-formed jobs left out for one reason (never started, unknown run time...), ``line``
+    being the first of them.
+    """
 
     path: str
     line: int
     reason: str
+    kind: str = "malformed"
+    count: int = 1
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}"
@@ -31,7 +38,7 @@ class Trace:
     what the cluster is counted in (``unit`` is ``"nodes"`` or ``"procs"``); ``limit`` is the
     requested wall-clock limit in seconds and ``runtime`` what the job really ran.
     ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown).
-    ``user``/``group`` are integer codes; ``user_names`` maps codes back to names.
+    ``user``/``group`` are integer codes; ``user_names``/``group_names`` map codes back to names.
     ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none).
     """
 
@@ -52,6 +59,7 @@ class Trace:
     fmt: str = ""
     user_names: list[str] = field(default_factory=list)
     warnings: list[TraceWarning] = field(default_factory=list)
+    group_names: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.job_id.shape[0])

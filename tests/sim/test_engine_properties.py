@@ -56,3 +56,4 @@ def test_deterministic(rows, cfg):
     b = Simulator(make_trace(rows, total=16), cfg)
     b.run()
     assert [(r.job_id, r.start) for r in a.records] == [(r.job_id, r.start) for r in b.records]
+

@@ -1,0 +1,154 @@
+"""A plain CSV form for GPU-cluster (or any) traces; the format is in docs/traces.md.
+
+Header required (names case-insensitive, any order, extra columns ignored):
+``job_id, user, submit, start, end, nodes|gpus, limit``; optional ``group``, ``name``,
+``exit_code``. Times are ISO 8601 (naive ones read in ``tz``, default UTC) or Unix seconds.
+``limit`` is seconds (a bare number) or a Slurm duration (``1:00:00``, ``2-00:00:00``,
+``UNLIMITED``). Empty/``Unknown`` start or end: the job never ran and is skipped (counted).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+
+from sim.timefmt import parse_duration
+from sim.traces.assemble import DEFAULT_LIMIT_FACTOR, assemble
+from sim.traces.diagnostics import Diagnostics
+from sim.traces.model import Trace, TraceError
+from sim.traces.timestamps import TimeParser, zone
+
+REQUIRED = ("job_id", "user", "submit", "start", "end", "limit")
+SIZE_COLUMNS = ("nodes", "gpus")
+
+
+def read_csv_trace(
+    text: str,
+    path: str,
+    *,
+    strict: bool = False,
+    unit: str | None = None,
+    total_units: int | None = None,
+    tz: str | None = None,
+    limit_factor: float = DEFAULT_LIMIT_FACTOR,
+) -> Trace:
+    """Parse the CSV form ``text`` (read from ``path``, named in diagnostics)."""
+    diag = Diagnostics(path, strict)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise TraceError(f"{path}: empty CSV") from None
+    except csv.Error as exc:
+        raise TraceError(f"{path}:1: unreadable CSV header: {exc}") from None
+    lower = [h.strip().lower() for h in header]
+    col = {name: lower.index(name) for name in set(lower)}
+    sizes = [c for c in SIZE_COLUMNS if c in col]
+    if unit is not None and unit.lower() in SIZE_COLUMNS:
+        sizes = [unit.lower()] if unit.lower() in col else []
+    missing = [c for c in REQUIRED if c not in col] + ([] if sizes else ["nodes or gpus"])
+    if missing:
+        raise TraceError(
+            f"{path}:1: CSV header lacks {', '.join(missing)}; found: {','.join(header)[:200]}"
+            " (see docs/traces.md for the CSV form)"
+        )
+    size_col = sizes[0]
+    parse_time = TimeParser(zone(tz), allow_unix=True)
+    out: dict[str, list] = {k: [] for k in ("line", "id", "submit", "start", "run", "limit",
+                                            "units", "user", "group", "exit", "name")}
+    width = len(header)
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in row):
+                continue
+            if len(row) != width:
+                diag.bad(line, f"expected {width} fields, found {len(row)}; row skipped")
+                continue
+            try:
+                _parse_row(row, col, size_col, line, parse_time, out, diag)
+            except (ValueError, OverflowError, OSError) as exc:
+                diag.bad(line, f"{exc}; row skipped")
+    except csv.Error as exc:
+        raise TraceError(f"{path}:{reader.line_num}: unreadable CSV: {exc}") from None
+    if not out["line"]:
+        diag.raise_if_strict()
+        if not diag.warnings():
+            raise TraceError(f"{path}: CSV holds no job rows")
+        raise TraceError(f"{path}: no usable jobs ({diag.warnings()[-1].reason})")
+    return assemble(
+        diag,
+        fmt="csv",
+        unit=size_col if unit is None or unit.lower() in SIZE_COLUMNS else unit,
+        lines=np.array(out["line"]),
+        job_id=np.array(out["id"], dtype=np.int64),
+        submit=np.array(out["submit"]),
+        runtime=np.array(out["run"]),
+        limit=np.array(out["limit"]),
+        units=np.array(out["units"], dtype=np.int64),
+        users=out["user"],
+        groups=out["group"],
+        exit_code=np.array(out["exit"], dtype=np.int64),
+        recorded_start=np.array(out["start"]),
+        names=out["name"],
+        total_units=total_units,
+        limit_factor=limit_factor,
+    )
+
+
+def _parse_row(
+    row: list[str],
+    col: dict[str, int],
+    size_col: str,
+    line: int,
+    parse_time: TimeParser,
+    out: dict[str, list],
+    diag: Diagnostics,
+) -> None:
+    def get(name: str) -> str:
+        return row[col[name]].strip() if name in col else ""
+
+    start, end = parse_time(get("start")), parse_time(get("end"))
+    if start is None or end is None:
+        diag.skip("never ran (start or end empty/Unknown)", line)
+        return
+    submit = parse_time(get("submit"))
+    if submit is None:
+        raise ValueError(f"missing submit time {get('submit')[:40]!r}")
+    try:
+        job_id = int(get("job_id"))
+    except ValueError:
+        raise ValueError(f"bad job_id {get('job_id')[:40]!r}") from None
+    if job_id < 0 or job_id > 2**62:
+        raise ValueError(f"job_id out of range: {job_id}")
+    if end < start:
+        raise ValueError(f"end before start ({end - start:g} s)")
+    try:
+        size = int(get(size_col))
+    except ValueError:
+        raise ValueError(f"bad {size_col} {get(size_col)[:20]!r}") from None
+    if not 0 < size < 2**31:
+        raise ValueError(f"{size_col} out of range: {size}")
+    limit_text = get("limit")
+    limit = parse_duration(limit_text, bare_unit=1.0) if limit_text else math.inf
+    exit_text = get("exit_code")
+    try:
+        exit_code = int(exit_text) if exit_text else 0
+        if abs(exit_code) >= 2**31:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"bad exit_code {exit_text[:20]!r}") from None
+    out["line"].append(line)
+    out["id"].append(job_id)
+    out["submit"].append(submit)
+    out["start"].append(start)
+    out["run"].append(end - start)
+    out["limit"].append(limit)
+    out["units"].append(size)
+    out["user"].append(get("user"))
+    out["group"].append(get("group"))
+    out["exit"].append(exit_code)
+    out["name"].append(get("name"))

@@ -1,0 +1,85 @@
+"""``read_trace``: read any supported trace file, choosing the reader from its content."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from sim.traces.assemble import DEFAULT_LIMIT_FACTOR
+from sim.traces.csvtrace import REQUIRED as CSV_REQUIRED
+from sim.traces.csvtrace import read_csv_trace
+from sim.traces.model import Trace, TraceError
+from sim.traces.sacct import read_sacct
+from sim.traces.source import load_text
+from sim.traces.swf import N_FIELDS, read_swf
+
+FORMATS = ("auto", "swf", "sacct", "csv")
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d*)?([eE][-+]?\d+)?$")
+
+
+def read_trace(
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    strict: bool = False,
+    unit: str | None = None,
+    total_units: int | None = None,
+    tz: str | None = None,
+    limit_factor: float = DEFAULT_LIMIT_FACTOR,
+) -> Trace:
+    """Read the trace at ``path`` (plain, gzip, bzip2 or xz) into a :class:`Trace`.
+
+    ``fmt``: ``"auto"`` (from the content), ``"swf"``, ``"sacct"`` or ``"csv"``.
+    ``strict``: the first malformed row raises :class:`TraceError` instead of a warning.
+    ``unit``: sacct: ``"nodes"`` (default), ``"procs"`` or ``"gpus"`` (from AllocTRES);
+    CSV: ``"nodes"``/``"gpus"`` when both columns exist; SWF: only the label.
+    ``total_units``: the machine size, overriding the file's; larger jobs are skipped.
+    ``tz``: IANA zone of naive timestamps (sacct, CSV; default UTC).
+    ``limit_factor``: unknown limits become run time x this, rounded up to minutes.
+    Every failure is a :class:`TraceError` whose message names the file (and line).
+    """
+    name = os.fspath(path)
+    if fmt not in FORMATS:
+        raise TraceError(f"{name}: unknown trace format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if not limit_factor >= 1.0 or limit_factor == float("inf"):
+        raise TraceError(f"{name}: limit_factor must be >= 1, not {limit_factor!r}")
+    if total_units is not None and total_units <= 0:
+        raise TraceError(f"{name}: total_units must be positive, not {total_units}")
+    text = load_text(path)
+    kind = detect_format(text, name) if fmt == "auto" else fmt
+    try:
+        if kind == "swf":
+            return read_swf(text, name, strict=strict, unit=unit, total_units=total_units,
+                            limit_factor=limit_factor)
+        reader = read_sacct if kind == "sacct" else read_csv_trace
+        return reader(text, name, strict=strict, unit=unit, total_units=total_units, tz=tz,
+                      limit_factor=limit_factor)
+    except TraceError:
+        raise
+    except ValueError as exc:  # e.g. an unknown time zone
+        raise TraceError(f"{name}: {exc}") from None
+
+
+def detect_format(text: str, path: str = "<trace>") -> str:
+    """``"swf"``, ``"sacct"`` or ``"csv"`` from the first lines; TraceError if none fits."""
+    lines = [ln for ln in text[:65536].splitlines()[:50] if ln.strip()]
+    if not lines:
+        raise TraceError(f"{path}: empty file, no jobs")
+    first = lines[0].strip()
+    if first.startswith(";"):
+        return "swf"
+    header = lines[1].strip() if first.isdigit() and len(lines) > 1 else first
+    tokens = {t.strip().lower() for t in re.split(r"[\s|,]+", header) if t.strip()}
+    if tokens & {"jobid", "jobidraw"}:
+        return "sacct"
+    if "," in header and set(CSV_REQUIRED) <= {t.strip().lower() for t in header.split(",")}:
+        return "csv"
+    fields = first.split()
+    if len(fields) >= N_FIELDS and all(_NUMBER.match(f) for f in fields):
+        return "swf"
+    if "," in header and "job_id" in tokens:
+        return "csv"  # the CSV reader names the missing columns
+    raise TraceError(
+        f"{path}: not a recognised trace (SWF, sacct export or CSV with a job_id header); "
+        f"line 1 starts {first[:60]!r}"
+    )

@@ -38,7 +38,12 @@ class SlurmConfig:
     or ``"priority/multifactor"``. ``units`` says what the cluster is counted in: ``"nodes"``
     (whole-node GPU partitions), ``"cpus"`` (``SelectTypeParameters=CR_CPU``/``CR_Core``),
     or ``None`` to follow the trace. ``nodes``/``cpus`` are the cluster size from the
-    ``NodeName`` lines (0 if none).
+    ``NodeName`` lines (0 if none). ``accounting``: whether an accounting backend exists
+    (``AccountingStorageType`` other than ``accounting_storage/none``). Without one, Slurm
+    never sets a job's accrue time and has no usage per association, so the age and
+    fair-share factors stay 0 (measured on Slurm 22.05: see bench/sim_fidelity.py). A config
+    built in code assumes a site with accounting; one read from a file follows the file,
+    and Slurm's default there is none.
     """
 
     priority_type: str = "priority/basic"
@@ -60,6 +65,7 @@ class SlurmConfig:
     bf_resolution: float = 60.0
     bf_max_job_test: int = 500
     units: str | None = None
+    accounting: bool = True
     nodes: int = 0
     cpus: int = 0
     partitions: dict[str, Partition] = field(default_factory=dict)
@@ -87,13 +93,13 @@ class SlurmConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> SlurmConfig:
         """Read a slurm.conf (``Include`` lines followed)."""
-        cfg = cls(source=str(path))
+        cfg = cls(source=str(path), accounting=False)
         _Reader(cfg).read(Path(path))
         return cfg
 
     @classmethod
     def from_text(cls, text: str, name: str = "<slurm.conf>") -> SlurmConfig:
-        cfg = cls(source=name)
+        cfg = cls(source=name, accounting=False)
         _Reader(cfg).read_text(text, name, Path("."))
         return cfg
 
@@ -230,6 +236,8 @@ class _Reader:
             cfg.scheduler_type = value
         elif k == "schedulerparameters":
             self._sched_params(value)
+        elif k == "accountingstoragetype":
+            cfg.accounting = value.lower() != "accounting_storage/none"
         elif k == "selecttypeparameters":
             v = value.upper()
             cfg.units = "cpus" if ("CR_CPU" in v or "CR_CORE" in v) else "nodes"

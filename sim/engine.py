@@ -110,6 +110,9 @@ class Simulator:
         n_users = int(trace.user.max()) + 1 if trace is not None and len(trace) else 1
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
         self._part_default = cfg.partition("")
+        self._cpus_per_node = (
+            cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1
+        )
         self._arrays = _TraceArrays(trace, self.total_units)
         self._next_id = self._arrays.max_id + 1
         # --- mutable state (everything below is captured by snapshot()) ---
@@ -259,7 +262,7 @@ class Simulator:
             if other is job:
                 return t
             if t is not None:
-                prof.reserve(t, other.limit, other.units)
+                prof.reserve(t, other.limit, self._reserved_units(other.units))
         return None
 
     def snapshot(self) -> bytes:
@@ -620,7 +623,7 @@ class Simulator:
         model = self.prio
         model.begin_tick(tick)
         cfg = self.cfg
-        w_age, max_age, w_fs = cfg.weight_age, cfg.max_age, cfg.weight_fairshare
+        w_age, max_age, w_fs = model.w_age, cfg.max_age, model.w_fairshare
         fs = model.fairshare_list()
         n_fs = len(fs)
         old = self._order[:]
@@ -666,6 +669,14 @@ class Simulator:
         now = self.now
         return Profile(now, self.free, self._ends, now + self.cfg.bf_window, max(self.cfg.bf_resolution, 1.0))
 
+    def _reserved_units(self, units: int) -> int:
+        """Units a future reservation takes: Slurm's backfill map is kept per node, so on a
+        CPU-counted cluster a reservation holds whole nodes."""
+        per_node = self._cpus_per_node
+        if per_node <= 1:
+            return units
+        return min(-(-units // per_node) * per_node, self.total_units)
+
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the queue in priority order, start every job that fits
         now without delaying the reservation of any job before it, reserve the others."""
@@ -687,14 +698,16 @@ class Simulator:
         if last < 0:
             return
         started: list[_Job] = []
-        earliest, reserve = prof.earliest, prof.reserve
+        earliest, reserve, whole = prof.earliest, prof.reserve, self._reserved_units
         for job in order[: last + 1]:
             t = earliest(job.units, job.limit)
             if t is None:
                 continue
             if t == now:
                 started.append(job)
-            reserve(t, job.limit, job.units)
+                reserve(t, job.limit, job.units)
+            else:
+                reserve(t, job.limit, whole(job.units))
         if started:
             ids = {j.id for j in started}
             self._order = [j for j in self._order if j.id not in ids]

@@ -78,12 +78,14 @@ class PriorityModel:
         max_pf = max((p.priority_job_factor for p in cfg.partitions.values()), default=1)
         self.max_part_factor = max(max_pf, 1)
         self._fs: np.ndarray | None = None
+        # Without accounting Slurm accrues no age and keeps no usage: both factors are 0.
+        self.w_age = cfg.weight_age if cfg.accounting else 0
+        self.w_fairshare = cfg.weight_fairshare if cfg.accounting else 0
 
     @property
     def time_dependent(self) -> bool:
         """Whether priorities can change between events (age or fair-share weighted)."""
-        c = self.cfg
-        return c.multifactor and (c.weight_age > 0 or c.weight_fairshare > 0)
+        return self.cfg.multifactor and (self.w_age > 0 or self.w_fairshare > 0)
 
     def size_factor(self, units: int) -> float:
         frac = min(units / self.total_units, 1.0)
@@ -103,7 +105,7 @@ class PriorityModel:
 
     def begin_tick(self, now: float) -> None:
         """Fold usage up to ``now`` and refresh the fair-share factors."""
-        if self.cfg.weight_fairshare > 0:
+        if self.w_fairshare > 0:
             self.fairshare.fold(now)
             self._fs = self.fairshare.factors(self.n_users)
 
@@ -119,10 +121,10 @@ class PriorityModel:
         if not c.multifactor:
             return 1
         p = static
-        if c.weight_age and not math.isnan(accrue_from):
+        if self.w_age and not math.isnan(accrue_from):
             age = min(max(now - accrue_from, 0.0), c.max_age)
-            p += c.weight_age * (age / c.max_age if c.max_age > 0 else 1.0)
-        if c.weight_fairshare:
+            p += self.w_age * (age / c.max_age if c.max_age > 0 else 1.0)
+        if self.w_fairshare:
             fs = self._fs
-            p += c.weight_fairshare * (float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0)
+            p += self.w_fairshare * (float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0)
         return max(int(p), 1)

@@ -1,0 +1,140 @@
+"""Simulator fidelity against real Slurm 22.05.
+
+One workload (48 short sleep jobs of mixed sizes and limits, a dependency chain, a
+whole-node job that opens backfill holes) runs on the local real Slurm cluster
+(scripts/slurm-cluster.sh, 16 CPUs, CR_CPU) and then through the simulator configured from
+the very same slurm.conf. Each simulated job is submitted at the second real Slurm recorded
+for it and runs as long as it really ran; everything else (when it starts) is the
+simulator's own decision. Prints per-job start differences.
+
+    .venv/bin/python bench/sim_fidelity.py [--seed 7] [--save rows.json]
+
+Targets (issue 2): the same start order for at least 90% of jobs, median start difference
+at most 2 s. "Same order" per job: its rank among all start times (equal seconds share a
+rank) is the same in both runs, within one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _realslurm import WorkloadJob, run_workload  # noqa: E402
+
+from sim.config import SlurmConfig  # noqa: E402
+from sim.engine import Simulator  # noqa: E402
+from sim.job import JobSpec  # noqa: E402
+
+CPUS = 16
+SCHED = """\
+SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=10,bf_max_job_test=500
+PriorityWeightAge=1000
+PriorityWeightJobSize=1000
+PriorityMaxAge=00:10:00
+PriorityCalcPeriod=1
+"""
+
+
+def workload(seed: int) -> list[WorkloadJob]:
+    """48 jobs: a burst that fills the node, a whole-node job that must wait (its
+    reservation leaves holes for short jobs), a dependency chain, and a steady trickle."""
+    rng = random.Random(seed)
+    jobs: list[WorkloadJob] = []
+    for i in range(10):  # the opening burst
+        cpus = rng.choice([2, 4, 4, 8])
+        sleep = rng.randint(20, 60)
+        jobs.append(WorkloadJob(f"burst{i}", cpus, 60 * rng.choice([2, 3]), sleep, i * 0.5))
+    jobs.append(WorkloadJob("wide", CPUS, 120, 30, 6))
+    jobs.append(WorkloadJob("chain1", 2, 60, 15, 8))
+    jobs.append(WorkloadJob("chain2", 2, 60, 15, 9, "afterok:chain1"))
+    jobs.append(WorkloadJob("chain3", 4, 60, 10, 10, "afterany:chain2"))
+    for i in range(34):  # short fillers, some of which fit in the holes
+        cpus = rng.choice([1, 1, 2, 2, 4, 6, 8, 12])
+        sleep = rng.randint(5, 40)
+        limit = 60 * (1 + sleep // 50 + rng.choice([0, 0, 1, 2]))
+        jobs.append(WorkloadJob(f"f{i}", cpus, limit, sleep, 12 + i * rng.uniform(2, 5)))
+    return jobs
+
+
+def simulate(jobs: list[WorkloadJob], rows: list[dict], conf: Path) -> dict[str, float]:
+    """Replay the jobs as real Slurm received them; returns simulated start per name."""
+    cfg = SlurmConfig.from_file(conf)
+    sim = Simulator(None, cfg)
+    t0 = min(r["submit"] for r in rows)
+    by_name = {r["name"]: r for r in rows}
+    ids: dict[str, int] = {}
+    order = sorted(jobs, key=lambda j: (by_name[j.name]["submit"], by_name[j.name]["job_id"]))
+    for job in order:
+        row = by_name[job.name]
+        sim.advance(row["submit"] - t0)
+        dep = job.dependency or ""
+        for name, jid in ids.items():
+            dep = dep.replace(f":{name}", f":{jid}")
+        ran = (row["end"] - row["start"]) if row["start"] is not None else 0.0
+        ids[job.name] = sim.submit(JobSpec(units=row["cpus"], limit=row["limit_s"], runtime=ran,
+                                           name=job.name, dependency=dep))
+    sim.run()
+    return {name: sim.job(jid).start + t0 for name, jid in ids.items()}
+
+
+def ranks(values: dict[str, float]) -> dict[str, int]:
+    distinct = sorted(set(values.values()))
+    pos = {v: i for i, v in enumerate(distinct)}
+    return {k: pos[v] for k, v in values.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--save", type=Path, help="write the real and simulated rows as JSON")
+    ap.add_argument("--load", type=Path, help="reuse real-Slurm rows saved by --save")
+    args = ap.parse_args()
+    jobs = workload(args.seed)
+    with tempfile.TemporaryDirectory() as d:
+        extra = Path(d) / "sched.conf"
+        extra.write_text(SCHED)
+        conf = Path(d) / "slurm.conf"
+        if args.load:
+            saved = json.loads(args.load.read_text())
+            rows = saved["real"]
+            conf.write_text(saved["slurm_conf"])
+        else:
+            rows = run_workload(jobs, extra, CPUS, conf_out=conf)
+        sim_start = simulate(jobs, rows, conf)
+        conf_text = conf.read_text()
+    real_start = {r["name"]: float(r["start"]) for r in rows if r["start"] is not None}
+    sim_start = {k: v for k, v in sim_start.items() if k in real_start}
+    rr, rs = ranks(real_start), ranks(sim_start)
+    t0 = min(r["submit"] for r in rows)
+    diffs = {k: sim_start[k] - real_start[k] for k in real_start}
+    same = [k for k in real_start if abs(rr[k] - rs[k]) <= 1]
+    print(f"{'job':<8} {'cpus':>4} {'limit':>5} {'real start':>10} {'sim start':>10} {'diff s':>7} {'rank r/s':>9}")
+    for k in sorted(real_start, key=lambda k: (real_start[k], k)):
+        r = next(x for x in rows if x["name"] == k)
+        print(f"{k:<8} {r['cpus']:>4} {r['limit_s']:>5.0f} {real_start[k] - t0:>10.0f} "
+              f"{sim_start[k] - t0:>10.1f} {diffs[k]:>7.1f} {rr[k]:>4}/{rs[k]:<4}")
+    abs_d = [abs(v) for v in diffs.values()]
+    med = statistics.median(abs_d)
+    share = len(same) / len(real_start)
+    print(f"\n{len(real_start)} jobs; same start order (rank within one place): {100 * share:.1f}%; "
+          f"median |start difference| {med:.1f} s; p90 {sorted(abs_d)[int(0.9 * len(abs_d)) - 1]:.1f} s; "
+          f"max {max(abs_d):.1f} s")
+    if args.save:
+        args.save.write_text(json.dumps({"real": rows, "sim_start": sim_start, "slurm_conf": conf_text}, indent=1))
+    ok = share >= 0.9 and med <= 2.0
+    print(f"RESULT jobs={len(real_start)} same_order_pct={100 * share:.1f} median_abs_diff_s={med:.2f} "
+          f"max_abs_diff_s={max(abs_d):.1f} target={'met' if ok else 'missed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -146,3 +146,37 @@ def test_bad_injections_are_rejected_clearly():
         sim.submit(JobSpec(units=1, limit=10, runtime=1, dependency="afterok:99"))
     with pytest.raises(ValueError, match="not supported"):
         sim.submit(JobSpec(units=1, limit=10, runtime=1, dependency="afterok:1?afterok:2"))
+
+
+def test_without_accounting_age_does_not_accrue():
+    # Real Slurm 22.05 without an accounting backend never sets accrue times (measured with
+    # bench/sim_fidelity.py): the age factor stays 0 and only job size orders the queue.
+    text = ("PriorityType=priority/multifactor\nPriorityWeightAge=10000\nPriorityMaxAge=00:10:00\n"
+            "PriorityWeightJobSize=1000\n")
+    no_acct = SlurmConfig.from_text(text)
+    acct = SlurmConfig.from_text(text + "AccountingStorageType=accounting_storage/slurmdbd\n")
+    assert not no_acct.accounting and acct.accounting
+    rows = [(0, 1000, 1000, 4), (10, 10, 100, 3), (900, 10, 100, 4)]  # 2 and 3 cannot share
+    order = {}
+    for name, cfg in (("none", no_acct), ("slurmdbd", acct)):
+        sim = Simulator(make_trace(rows, total=4), cfg)
+        sim.run()
+        s = starts(sim)
+        order[name] = sorted((2, 3), key=lambda j: s[j])
+    assert order["none"] == [3, 2]  # the bigger job first: size is all that counts
+    assert order["slurmdbd"] == [2, 3]  # the older job first: it accrued 890 s more age
+
+
+def test_reservations_hold_whole_nodes_on_a_cpu_counted_cluster():
+    # One node of 16 CPUs, 4 busy until t=100. A 16-CPU job waits for t=100; its reservation
+    # holds the whole node from then on, so a 1-CPU job with a long limit cannot run beside
+    # it even though 15 CPUs would stay free... until the 16-CPU job ends.
+    cfg = SlurmConfig.from_text(
+        "SelectTypeParameters=CR_CPU\nNodeName=n1 CPUs=16\nSchedulerParameters=bf_resolution=1\n"
+    )
+    rows = [(0, 100, 100, 4), (1, 50, 60, 16), (2, 20, 300, 1), (3, 20, 60, 1)]
+    sim = Simulator(make_trace(rows, total=16, unit="cpus"), cfg)
+    sim.run()
+    s = starts(sim)
+    assert s[4] < 100  # ends before the reservation: backfilled
+    assert s[2] == 100.0 and s[3] == 150.0  # the long 1-CPU job waits for the wide one

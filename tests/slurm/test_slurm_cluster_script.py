@@ -1,0 +1,140 @@
+"""scripts/slurm-cluster.sh on its own: a second small cluster next to the session one."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from mirage.slurm import get_client
+from mirage.slurm.localcluster import SCRIPT, LocalCluster, free_ports, missing_programs
+
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(
+        bool(missing_programs()), reason="Slurm/munge not installed (scripts/setup.sh)"
+    ),
+]
+
+
+def script(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MIRAGE_SLURMCTLD_PORT": str(cluster.ctld_port),
+        "MIRAGE_SLURMD_PORT": str(cluster.slurmd_port),
+    }
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args, "--dir", str(cluster.dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def small_dir():
+    with tempfile.TemporaryDirectory(prefix="mslurm-", dir="/tmp") as d:
+        yield Path(d)
+
+
+def test_lifecycle_conf_extra_and_idempotence(small_dir: Path) -> None:
+    extra = small_dir / "extra.conf"
+    extra.write_text("SchedulerParameters=bf_interval=2,bf_window=60\nPriorityWeightAge=1000\n")
+    cluster = LocalCluster(small_dir / "c", cpus=3, conf_extra=extra)
+    rendered = cluster.render_conf()
+    assert not (small_dir / "c").exists()  # render starts nothing
+    try:
+        cluster.start()
+        conf = cluster.conf_path.read_text()
+        assert conf == rendered
+        for line in (
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_CPU",
+            "PriorityType=priority/multifactor",
+            "JobCompType=jobcomp/filetxt",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "ReturnToService=2",
+            "SlurmdParameters=config_overrides",
+            f"SlurmctldPort={cluster.ctld_port}",
+            "PriorityWeightAge=1000",
+        ):
+            assert line in conf.splitlines()
+        assert re.search(
+            r"^PartitionName=debug .*Default=YES MaxTime=INFINITE State=UP", conf, re.M
+        )
+        again = script(cluster, "start", "--cpus", "3", "--conf-extra", str(extra))
+        assert again.returncode == 0 and "already running" in again.stdout
+        other = script(cluster, "start", "--cpus", "5")
+        assert other.returncode == 1 and "different configuration" in other.stderr
+        status = script(cluster, "status")
+        assert status.returncode == 0 and "slurmctld: running" in status.stdout
+        env = script(cluster, "env")
+        assert f"export SLURM_CONF={cluster.conf_path}" in env.stdout
+        # Slurm itself took the appended settings and the declared size.
+        client = get_client("cli", conf=cluster.conf_path, min_interval=0)
+        part = client.partition()
+        assert part.total_cpus == 3 and part.total_nodes == 1
+        shown = client.runner.run(["scontrol", "show", "config"])
+        assert re.search(r"SchedulerParameters\s*=\s*bf_interval=2,bf_window=60", shown)
+        assert re.search(r"PriorityWeightAge\s*=\s*1000", shown)
+        jid = client.submit("sleep 30", {"n": 3, "t": "1:00", "o": "/dev/null"})
+        assert client.job(jid) is not None
+    finally:
+        cluster.stop()
+    stopped = script(cluster, "status")
+    assert stopped.returncode == 3 and "slurmctld: stopped" in stopped.stdout
+    again = script(cluster, "stop")
+    assert again.returncode == 0 and "not running" in again.stdout
+    # stop cancelled the job, and the jobcomp log recorded it
+    assert "JobState=CANCELLED" in cluster.jobcomp_path.read_text()
+
+
+def test_port_taken_is_reported(small_dir: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        cluster = LocalCluster(small_dir / "c", cpus=2, ports=(taken, free_ports(1)[0]))
+        proc = script(cluster, "start", "--cpus", "2")
+    assert proc.returncode == 1
+    assert f"port {taken} (for slurmctld) is already in use" in proc.stderr
+    assert script(cluster, "status").returncode == 3  # nothing was left running
+
+
+def test_daemon_failure_shows_its_log(small_dir: Path) -> None:
+    bad = small_dir / "bad.conf"
+    bad.write_text("SelectType=select/does_not_exist\n")
+    cluster = LocalCluster(small_dir / "c", cpus=2, conf_extra=bad)
+    try:
+        proc = script(cluster, "start", "--cpus", "2", "--conf-extra", str(bad))
+        assert proc.returncode == 1
+        assert "slurmctld" in proc.stderr and "last lines of" in proc.stderr
+        assert "does_not_exist" in proc.stderr
+    finally:
+        cluster.stop()
+
+
+def test_bad_arguments() -> None:
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "start", "--cpus", "lots"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 1 and "--cpus must be a positive integer" in proc.stderr
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "start", "--conf-extra", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 1 and "no such file: /nonexistent" in proc.stderr
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "frobnicate"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2 and "unknown command" in proc.stderr

@@ -1,0 +1,331 @@
+"""The discrete-event I/O simulator: jobs' processes issue requests to servers, each server
+runs a :class:`themis.sched.Scheduler`, and servers exchange per-job usage every ``delta``."""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from themis.iosim.model import MiB, ServerSpec, SimJob
+from themis.iosim.sync import GlobalFairness
+from themis.sched import Policy, Scheduler
+
+DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE = range(7)
+
+
+class _Server:
+    __slots__ = ("idx", "sched", "wake_at", "busy", "channels")
+
+    def __init__(self, idx: int, sched: Scheduler) -> None:
+        self.idx = idx
+        self.sched = sched
+        self.wake_at = math.inf
+        self.busy = 0                 # chunks in service (mirrors sched.inflight)
+        self.channels = sched.max_inflight
+
+
+class _Proc:
+    __slots__ = ("job", "idx", "remaining", "outstanding", "pos")
+
+    def __init__(self, job: _Job, idx: int) -> None:
+        self.job = job
+        self.idx = idx
+        self.remaining = 0
+        self.outstanding = 0
+        self.pos = idx
+
+
+class _Job:
+    __slots__ = ("spec", "tag", "idx", "procs", "servers", "nsrv", "nreq", "nbytes", "cost",
+                 "depth", "think", "random", "rng", "running", "outstanding", "busy_start",
+                 "busy", "bytes", "ops", "work", "win", "procs_done", "burst_start", "bursts",
+                 "work_at_sync", "finished")
+
+    def __init__(self, spec: SimJob, idx: int, servers: list[_Server], seed: int, nwin: int,
+                 min_charge: int) -> None:
+        p = spec.profile
+        self.spec, self.tag, self.idx = spec, spec.tag, idx
+        self.rng = random.Random(seed * 1_000_003 + idx)
+        n = len(servers)
+        if spec.servers:
+            self.servers = [servers[i % n] for i in spec.servers]
+        else:
+            count = n if p.stripe_count <= 0 else min(p.stripe_count, n)
+            base = self.rng.randrange(n)
+            self.servers = [servers[(base + k) % n] for k in range(count)]
+        self.nsrv = len(self.servers)
+        self.nreq = p.burst_requests            # 0: unbounded (dataload)
+        self.nbytes = p.request_bytes
+        self.cost = max(self.nbytes, min_charge)
+        self.depth, self.think = p.depth, p.think
+        self.random = p.kind == "dataload"
+        self.procs = [_Proc(self, i) for i in range(spec.processes)]
+        self.running = False
+        self.finished = False
+        self.outstanding = 0
+        self.busy_start = 0.0
+        self.busy: list[tuple[float, float]] = []
+        self.bytes = 0
+        self.ops = 0
+        self.work = 0
+        self.work_at_sync = 0
+        self.win = [0] * nwin
+        self.procs_done = 0
+        self.burst_start = 0.0
+        self.bursts: list[tuple[float, float]] = []
+
+
+@dataclass
+class JobResult:
+    """What one job got: totals (``work`` counts each request as max(bytes, min_charge)),
+    work per sampling window, busy intervals (requests outstanding) and bursts (start, end)."""
+
+    job: SimJob
+    bytes: int
+    ops: int
+    work: int
+    window_work: list[int]
+    busy: list[tuple[float, float]]
+    bursts: list[tuple[float, float]]
+
+
+@dataclass
+class SimResult:
+    """The outcome of one run."""
+
+    policy: str
+    dispatcher: str
+    duration: float
+    window: float
+    servers: ServerSpec
+    jobs: list[JobResult]
+    chunks: int
+    events: int
+    wall_s: float        # the event loop's wall-clock seconds (set-up excluded)
+    cpu_s: float = 0.0   # the event loop's CPU seconds
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunks_per_s(self) -> float:
+        """Simulated chunks (dispatched requests) per wall-clock second."""
+        return self.chunks / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def chunks_per_cpu_s(self) -> float:
+        """Simulated chunks per CPU second of the event loop (one core)."""
+        return self.chunks / self.cpu_s if self.cpu_s > 0 else 0.0
+
+
+class IOSim:
+    """One simulation run: ``IOSim(jobs, servers, policy, dispatcher).run(duration)``.
+
+    ``delta`` is the interval (simulated s) at which servers exchange per-job usage and adjust
+    their lottery/SFQ weights toward global fairness (None: never).  ``window`` is the width of
+    the throughput-sampling windows.  Other dispatcher options (TBF ``rate``, GIFT
+    ``capacity``...) go in ``dispatcher_options``.
+    """
+
+    def __init__(self, jobs: Sequence[SimJob], servers: ServerSpec, policy: Policy | str,
+                 dispatcher: str = "lottery", *, seed: int = 0, delta: float | None = 0.01,
+                 window: float = 0.05, chunk_bytes: int = MiB, min_charge: int = 4096,
+                 dispatcher_options: Mapping[str, Any] | None = None) -> None:
+        self.spec = servers
+        self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
+        self.dispatcher = "fifo" if self.policy.fifo else dispatcher
+        self.seed = seed
+        self.delta = delta
+        self.window = window
+        self.now = 0.0
+        opts = dict(dispatcher_options or {})
+        self.servers = [
+            _Server(i, Scheduler(self.policy, dispatcher, seed=seed * 7919 + i,
+                                 max_inflight=servers.channels, chunk_bytes=chunk_bytes,
+                                 window=0, min_charge=min_charge, clock=self._clock, **opts))
+            for i in range(servers.count)]
+        self.timed = self.servers[0].sched.dispatcher.timed
+        self.jobs_in = list(jobs)
+        self.min_charge = min_charge
+        self._heap: list[tuple[float, int, int, Any, Any]] = []
+        self._seq = 0
+        self.chunks = 0
+        self.events = 0
+
+    def _clock(self) -> float:
+        return self.now
+
+    def _push(self, t: float, kind: int, a: Any = None, b: Any = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, a, b))
+
+    # -- servers ------------------------------------------------------------------------------
+    def _kick(self, srv: _Server) -> None:
+        """Dispatch whatever the server's scheduler releases now."""
+        sched = srv.sched
+        chunks = sched.take()
+        if chunks:
+            now, inv = self.now + self.spec.overhead, self._inv_bw
+            heap, push = self._heap, heapq.heappush
+            seq = self._seq
+            for chunk in chunks:
+                seq += 1
+                push(heap, (now + chunk.nbytes * inv, seq, DONE, srv, chunk))
+            self._seq = seq
+            self.chunks += len(chunks)
+            srv.busy += len(chunks)
+        if self.timed and sched.queued and sched.inflight < sched.max_inflight:
+            w = sched.wakeup_time()
+            if w is not None and w < srv.wake_at:
+                srv.wake_at = w
+                self._push(w, SRVWAKE, srv)
+
+    # -- clients ------------------------------------------------------------------------------
+    def _issue(self, proc: _Proc) -> None:
+        """Issue the process's requests up to its depth."""
+        job = proc.job
+        if not job.running:
+            return
+        depth, nbytes, tag, servers, nsrv = job.depth, job.nbytes, job.tag, job.servers, job.nsrv
+        kick = self._kick
+        while proc.outstanding < depth and proc.remaining != 0:
+            proc.remaining -= 1
+            if job.random:
+                srv = servers[int(job.rng.random() * nsrv)]
+            else:
+                proc.pos += 1
+                srv = servers[proc.pos % nsrv]
+            if job.outstanding == 0:
+                job.busy_start = self.now
+            proc.outstanding += 1
+            job.outstanding += 1
+            srv.sched.submit(tag, nbytes, proc)
+            if srv.busy < srv.channels:
+                kick(srv)
+
+    def _start_burst(self, job: _Job) -> None:
+        job.procs_done = 0
+        job.burst_start = self.now
+        for proc in job.procs:
+            proc.remaining = job.nreq if job.nreq else -1
+        for proc in job.procs:
+            self._issue(proc)
+
+    def _retire(self, job: _Job) -> None:
+        if not job.finished:
+            job.finished = True
+            for srv in job.servers:
+                srv.sched.forget(job.tag.job_id)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, duration: float, progress: Callable[[float], None] | None = None) -> SimResult:
+        """Simulate ``duration`` seconds; ``progress(now)`` is called now and then."""
+        self._inv_bw = self.spec.channels / self.spec.bandwidth
+        self._nwin = max(1, math.ceil(duration / self.window))
+        self._inv_win = 1.0 / self.window
+        jobs = [_Job(s, i, self.servers, self.seed, self._nwin, self.min_charge)
+                for i, s in enumerate(self.jobs_in)]
+        for job in jobs:
+            if job.spec.start < duration:
+                self._push(max(0.0, job.spec.start), START, job)
+            if job.spec.end < duration:
+                self._push(job.spec.end, END, job)
+        sync = None
+        if self.delta and self.dispatcher in ("lottery", "sfq") and len(self.servers) > 1:
+            sync = GlobalFairness(self.policy, jobs)
+            self._push(self.delta, SYNC)
+        gc_was_on = gc.isenabled()
+        gc.disable()  # the loop allocates much and frees by refcount; cycles wait for the end
+        try:
+            wall, cpu = self._loop(duration, sync, progress)
+        finally:
+            if gc_was_on:
+                gc.enable()
+        self.now = duration
+        for job in jobs:   # close open busy intervals at the horizon
+            if job.outstanding:
+                job.busy.append((job.busy_start, duration))
+        if progress is not None:
+            progress(duration)
+        results = [JobResult(j.spec, j.bytes, j.ops, j.work, j.win, j.busy, j.bursts) for j in jobs]
+        return SimResult(self.policy.name, self.dispatcher, duration, self.window, self.spec,
+                         results, self.chunks, self.events, wall, cpu)
+
+    def _loop(self, duration: float, sync: GlobalFairness | None,
+              progress: Callable[[float], None] | None) -> tuple[float, float]:
+        """The event loop; returns its wall-clock and CPU seconds."""
+        heap, pop = self._heap, heapq.heappop
+        issue, kick, push = self._issue, self._kick, self._push
+        inv_win, nwin = self._inv_win, self._nwin
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        events = 0
+        next_report = duration / 50
+        while heap and heap[0][0] <= duration:
+            t, _, kind, a, b = pop(heap)
+            self.now = t
+            events += 1
+            if kind == DONE:
+                a.sched.done(b)
+                a.busy -= 1
+                req = b.request
+                if req.pending == 0:   # the request is complete: its process goes on
+                    proc = req.payload
+                    job = proc.job
+                    proc.outstanding -= 1
+                    job.outstanding -= 1
+                    if job.outstanding == 0:
+                        job.busy.append((job.busy_start, t))
+                    job.ops += 1
+                    job.bytes += job.nbytes
+                    job.work += job.cost
+                    i = int(t * inv_win)
+                    if i < nwin:
+                        job.win[i] += job.cost
+                    if proc.remaining != 0:
+                        if job.think:
+                            push(t + job.think, WAKE, proc)
+                        else:
+                            issue(proc)
+                    elif proc.outstanding == 0:
+                        job.procs_done += 1
+                        if job.procs_done == len(job.procs):
+                            job.bursts.append((job.burst_start, t))
+                            if job.running:
+                                push(t + job.spec.profile.period, PHASE, job)
+                    if not job.running and job.outstanding == 0:
+                        self._retire(job)
+                kick(a)
+            elif kind == WAKE:
+                issue(a)
+            elif kind == PHASE:
+                if a.running:
+                    self._start_burst(a)
+            elif kind == SRVWAKE:
+                if t >= a.wake_at:
+                    a.wake_at = math.inf
+                kick(a)
+            elif kind == START:
+                a.running = True
+                if a.nreq:
+                    self._push(t + a.spec.profile.period, PHASE, a)
+                else:
+                    self._start_burst(a)
+            elif kind == END:
+                a.running = False
+                if a.outstanding == 0:
+                    self._retire(a)
+            elif kind == SYNC and sync is not None and self.delta:
+                boosts = sync.update(t)
+                if boosts is not None:
+                    for srv in self.servers:
+                        srv.sched.set_boosts(boosts)
+                self._push(t + self.delta, SYNC)
+            if progress is not None and t >= next_report:
+                progress(t)
+                next_report = t + duration / 50
+        self.events = events
+        return time.perf_counter() - wall0, time.process_time() - cpu0

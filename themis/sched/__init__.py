@@ -1,0 +1,18 @@
+"""Themis fair-share I/O scheduler core (no FUSE): policies, dispatchers, the Scheduler.
+
+See docs/themis-sched-api.md.
+"""
+
+from themis.sched.dispatch import Dispatcher, FifoDispatcher, LotteryDispatcher, SfqDispatcher
+from themis.sched.items import Chunk, Request
+from themis.sched.policy import POLICIES, Policy, PolicyError, load_policy
+from themis.sched.registry import DISPATCHERS, make_dispatcher
+from themis.sched.scheduler import JobStats, MiB, SchedStats, Scheduler
+from themis.sched.tags import JobTag
+from themis.sched.throttle import GiftDispatcher, TbfDispatcher
+
+__all__ = [
+    "DISPATCHERS", "POLICIES", "Chunk", "Dispatcher", "FifoDispatcher", "GiftDispatcher",
+    "JobStats", "JobTag", "LotteryDispatcher", "MiB", "Policy", "PolicyError", "Request",
+    "SchedStats", "Scheduler", "SfqDispatcher", "TbfDispatcher", "load_policy", "make_dispatcher",
+]

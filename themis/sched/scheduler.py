@@ -1,0 +1,293 @@
+"""The Themis fair-share scheduler core: queue, chunk, and dispatch I/O requests by policy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from themis.sched.dispatch import Dispatcher
+from themis.sched.items import CANCELLED, DISPATCHED, DONE, QUEUED, Chunk, JobState, Request
+from themis.sched.policy import Policy
+from themis.sched.registry import make_dispatcher
+from themis.sched.tags import JobTag
+from themis.sched.window import ShareWindow
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """One job's counters in :meth:`Scheduler.stats`."""
+
+    job_id: str
+    user: str
+    group: str
+    nodes: int
+    bytes_served: int
+    ops_served: int
+    queued_chunks: int
+    queued_bytes: int
+    inflight: int
+    target_share: float
+    achieved_share: float
+
+
+@dataclass(frozen=True)
+class SchedStats:
+    """A snapshot of the scheduler: totals and per-job counters."""
+
+    policy: str
+    dispatcher: str
+    queued_chunks: int
+    inflight: int
+    max_inflight: int
+    bytes_served: int
+    ops_served: int
+    jobs: dict[str, JobStats]
+
+
+class Scheduler:
+    """Fair-share dispatcher of I/O requests tagged with their job.
+
+    Dispatchers charge each chunk ``max(nbytes, min_charge)`` so that zero-byte metadata
+    operations are not free.  ``submit`` queues a request (split into chunks of at most ``chunk_bytes``), ``next`` returns
+    the next chunk to run or None (nothing queued, ``max_inflight`` reached, or a throttling
+    dispatcher holds back), ``done`` reports a finished chunk.  Work-conserving for the lottery,
+    SFQ and FIFO dispatchers.  Not thread-safe: drive it from one thread or event loop.
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str = "size-fair",
+        dispatcher: str | Dispatcher = "lottery",
+        *,
+        seed: int = 0,
+        max_inflight: int = 1,
+        chunk_bytes: int = MiB,
+        window: int = 1024,
+        min_charge: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+        **dispatcher_options: Any,
+    ) -> None:
+        if max_inflight < 1:
+            raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
+        if chunk_bytes < 1:
+            raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
+        self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
+        self.max_inflight = max_inflight
+        self.chunk_bytes = chunk_bytes
+        self.clock = clock
+        self.seed = seed
+        self.min_charge = min_charge
+        self._jobs: dict[str, JobState] = {}
+        self._queued = 0
+        self._inflight = 0
+        self._seq = 0
+        self._bytes = 0
+        self._ops = 0
+        self._window = ShareWindow(window)
+        self._disp_request = dispatcher
+        self._disp_options = dict(dispatcher_options)
+        self._disp = self._make(dispatcher, dispatcher_options)
+        self._disp.attach(self.policy)
+
+    def _make(self, dispatcher: str | Dispatcher, options: Mapping[str, Any]) -> Dispatcher:
+        if self.policy.fifo:
+            return make_dispatcher("fifo")
+        if isinstance(dispatcher, Dispatcher):
+            return dispatcher
+        return make_dispatcher(dispatcher, seed=self.seed, **options)
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self._disp
+
+    @property
+    def queued(self) -> int:
+        """Chunks waiting to be dispatched."""
+        return self._queued
+
+    @property
+    def inflight(self) -> int:
+        """Chunks dispatched and not yet done."""
+        return self._inflight
+
+    def job_state(self, job_id: str) -> JobState | None:
+        return self._jobs.get(job_id)
+
+    # -- the request path -------------------------------------------------------------------
+    def submit(self, tag: JobTag, nbytes: int, payload: Any = None) -> Request:
+        """Queue a request of ``nbytes`` (0 for metadata: one chunk of 0 bytes)."""
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        job = self._jobs.get(tag.job_id)
+        if job is None:
+            job = self._jobs[tag.job_id] = JobState(tag)
+        elif job.tag is not tag and job.tag != tag:
+            job.tag = tag  # the job's description changed (e.g. resize): only affects new nodes
+        if job.retired:
+            job.retired = False
+        self._seq += 1
+        req = Request(tag, nbytes, payload, self._seq, job)
+        queue = job.queue
+        was_idle = not queue
+        disp = self._disp
+        if nbytes <= self.chunk_bytes:
+            queue.append(req)
+            self._queued += 1
+            if disp.ordered:
+                disp.enqueue(req)
+        else:
+            chunks = req.split(self.chunk_bytes)
+            queue.extend(chunks)
+            self._queued += len(chunks)
+            if disp.ordered:
+                for chunk in chunks:
+                    disp.enqueue(chunk)
+        job.queued_bytes += nbytes
+        if was_idle:
+            disp.activate(job, self.clock() if disp.timed else 0.0)
+        return req
+
+    def next(self) -> Chunk | None:
+        """The next chunk to run now, or None; the caller must call :meth:`done` on it."""
+        got = self.take(1)
+        return got[0] if got else None
+
+    def take(self, limit: int = 0) -> list[Chunk]:
+        """Every chunk that may run now, in dispatch order (at most ``limit`` if > 0): the
+        batch form of :meth:`next`."""
+        out: list[Chunk] = []
+        if self._inflight >= self.max_inflight or not self._queued:
+            return out
+        disp = self._disp
+        now = self.clock() if disp.timed else 0.0
+        pick, served, mc = disp.pick, disp.served, self.min_charge
+        room = self.max_inflight - self._inflight
+        if 0 < limit < room:
+            room = limit
+        while room and self._queued:
+            job = pick(now)
+            if job is None:
+                break
+            queue = job.queue
+            chunk = queue.popleft()
+            nbytes = chunk.nbytes
+            chunk.state = DISPATCHED
+            job.inflight += 1
+            job.queued_bytes -= nbytes
+            self._queued -= 1
+            self._inflight += 1
+            room -= 1
+            served(job, nbytes if nbytes > mc else mc, bool(queue), now)
+            out.append(chunk)
+        return out
+
+    def done(self, chunk: Chunk) -> None:
+        """Report a dispatched chunk finished (its bytes count as served)."""
+        if chunk.state != DISPATCHED:
+            raise ValueError(f"{chunk!r} was not dispatched (or is already done)")
+        chunk.state = DONE
+        job = chunk.job
+        job.inflight -= 1
+        job.bytes_served += chunk.nbytes
+        job.ops_served += 1
+        self._inflight -= 1
+        self._bytes += chunk.nbytes
+        self._ops += 1
+        chunk.request.pending -= 1
+        if self._window.size:
+            self._window.add(job.tag.job_id, chunk.nbytes)
+        if job.retired and not job.queue and not job.inflight:
+            self._drop(job)
+
+    def cancel(self, request: Request) -> int:
+        """Withdraw a request's still-queued chunks (dispatched ones must still be done()).
+        Returns the number withdrawn."""
+        job = self._jobs.get(request.tag.job_id)
+        if job is None:
+            return 0
+        gone = [c for c in request.chunks if c.state == QUEUED]
+        if not gone:
+            return 0
+        for c in gone:
+            c.state = CANCELLED
+            job.queued_bytes -= c.nbytes
+        ids = {id(c) for c in gone}
+        remaining = [c for c in job.queue if id(c) not in ids]
+        job.queue.clear()
+        job.queue.extend(remaining)
+        self._queued -= len(gone)
+        request.pending -= len(gone)
+        if not job.queue and job.d is not None:
+            self._disp.deactivate(job, self.clock() if self._disp.timed else 0.0)
+        if job.retired and not job.queue and not job.inflight:
+            self._drop(job)
+        return len(gone)
+
+    def wakeup_time(self) -> float | None:
+        """When a throttling dispatcher (TBF/GIFT) may release work that ``next`` held back,
+        on this scheduler's clock; None when there is nothing to wait for."""
+        if not self._queued or self._inflight >= self.max_inflight:
+            return None
+        return self._disp.wakeup(self.clock())
+
+    # -- control ----------------------------------------------------------------------------
+    def set_policy(self, policy: Policy | str, dispatcher: str | Dispatcher | None = None) -> None:
+        """Switch policy (and optionally dispatcher) live; queued and in-flight work is kept."""
+        self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
+        if dispatcher is not None:
+            self._disp_request = dispatcher
+        self._disp = self._make(self._disp_request, self._disp_options)
+        self._disp.attach(self.policy)
+        self._reload()
+
+    def _reload(self) -> None:
+        now = self.clock() if self._disp.timed else 0.0
+        queued = sorted((c for j in self._jobs.values() for c in j.queue),
+                        key=lambda c: (c.request.seq, c.index))
+        for job in self._jobs.values():
+            job.d = None
+        for c in queued:
+            self._disp.enqueue(c)
+        for job in self._jobs.values():
+            if job.queue:
+                self._disp.activate(job, now)
+
+    def set_boosts(self, boosts: Mapping[tuple[str, ...], float]) -> None:
+        """Multiply share-tree node weights, keyed by :meth:`Policy.path` prefixes (global
+        fairness feedback from other servers); nodes not named get 1."""
+        self._disp.set_boosts(boosts)
+
+    def forget(self, job_id: str) -> None:
+        """Drop a finished job's state now, or once its queued/in-flight chunks are through."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        if job.queue or job.inflight:
+            job.retired = True
+        else:
+            self._drop(job)
+
+    def _drop(self, job: JobState) -> None:
+        self._disp.forget(job)
+        del self._jobs[job.tag.job_id]
+
+    def stats(self) -> SchedStats:
+        """Counters per job; target shares are the policy's over jobs with queued or in-flight
+        work or bytes in the window, achieved shares are bytes over the sliding window."""
+        achieved = self._window.shares()
+        competing = [j.tag for j in self._jobs.values()
+                     if j.queue or j.inflight or j.tag.job_id in achieved]
+        target = self.policy.shares(competing)
+        jobs = {
+            jid: JobStats(jid, j.tag.user, j.tag.group, j.tag.nodes, j.bytes_served, j.ops_served,
+                          len(j.queue), j.queued_bytes, j.inflight, target.get(jid, 0.0),
+                          achieved.get(jid, 0.0))
+            for jid, j in self._jobs.items()
+        }
+        return SchedStats(self.policy.name, self._disp.name, self._queued, self._inflight,
+                          self.max_inflight, self._bytes, self._ops, jobs)

@@ -1,0 +1,385 @@
+"""Fair sharing of the Themis FUSE proxy: concurrent processes as Slurm jobs on a real mount.
+
+Every job is ``--workers`` processes, each with its own ``SLURM_JOB_ID``/``SLURM_NNODES`` and
+uid/gid, writing (or reading) ``--block``-sized requests through the mount for ``--duration``
+seconds after a common start time. Jobs get the same number of processes whatever their size,
+so any difference in throughput comes from the scheduler.
+
+One daemon serves all policies: the benchmark rewrites its configuration file and sends SIGHUP
+(the live reload), and runs each policy's scenarios right next to the same scenarios under
+``fifo``, so slow drifts in machine load hit both sides of a ratio alike.
+
+The backing store is tmpfs, where the CPU, not storage, would be the bottleneck (and it is shared
+by the daemon, the workers and everything else on a 2-core machine). For the fairness figures the
+proxy therefore emulates a device of ``--bandwidth`` bytes/s (``themis mount
+--device-bandwidth``): each dispatched chunk, after its real pwrite/pread on tmpfs, holds its
+scheduler slot for nbytes/bandwidth, in dispatch order. Sharing then shows as it would on a
+bandwidth-bound burst buffer. Throughput ratios against ``fifo`` are measured twice: with the
+emulated device (the scheduler must stay work-conserving) and without it (CPU-bound: the
+scheduler's own cost). The proxy against the native tmpfs directory is measured without
+emulation. Each figure comes from this run; run-to-run spread on this machine is large
+(docs/themis.md).
+
+    .venv/bin/python bench/themis_fairness.py [--duration 6] [--bandwidth 200e6] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MiB = 1 << 20
+SPAN = 32 * MiB  # each worker cycles over a file of this size
+
+WORKER = r"""
+import os, sys, time
+path, mode, block, start_at, stop_at = sys.argv[1:6]
+block, start_at, stop_at = int(block), float(start_at), float(stop_at)
+span = int(sys.argv[6])
+buf = b"w" * block
+flags = os.O_WRONLY | os.O_CREAT if mode == "write" else os.O_RDONLY
+fd = os.open(path, flags, 0o644)
+while time.time() < start_at:
+    time.sleep(0.002)
+done = off = 0
+while True:
+    if mode == "write":
+        n = os.pwrite(fd, buf, off)
+    else:
+        n = len(os.pread(fd, block, off))
+    if time.time() >= stop_at:
+        break
+    done += n
+    off += block
+    if off >= span:
+        off = 0
+        if mode == "read":  # reopen: the page cache is dropped at open, so reads reach FUSE
+            os.close(fd)
+            fd = os.open(path, flags)
+print(done)
+"""
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # the SLURM_JOB_ID
+    nodes: int
+    uid: int
+    gid: int
+
+
+# user accounts for the scenarios: (uid, gid); gids 3001/3002 are two project groups
+X, Y, Z = (2001, 3001), (2002, 3001), (2003, 3002)
+
+SCENARIOS: dict[str, list[Job]] = {
+    "lone": [Job("100", 1, *X)],
+    "size": [Job("201", 1, *X), Job("204", 4, *Z)],  # a 1-node and a 4-node job
+    "users": [Job("311", 1, *X), Job("314", 4, *X), Job("321", 1, *Z)],  # X two jobs, Z one
+    "groups": [Job("411", 1, *X), Job("422", 2, *Y), Job("431", 1, *Z)],  # G1 {X, Y}, G2 {Z}
+}
+
+# policy -> (the scenario showing its sharing, extra scenarios); each is paired with fifo
+PLAN = {
+    "job-fair": ("size", []),
+    "size-fair": ("size", ["size-read"]),
+    "user-fair": ("users", []),
+    "user-then-size-fair": ("users", []),
+    "group-user-size-fair": ("groups", []),
+}
+
+
+def user_python() -> str:
+    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+
+def is_mounted(path: Path) -> bool:
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == str(path) for line in f)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Mount:
+    """One ``themis mount`` daemon; :meth:`use` switches its policy live (SIGHUP)."""
+
+    def __init__(self, backing: Path, mnt: Path, args: argparse.Namespace,
+                 bandwidth: float) -> None:
+        self.mnt = mnt
+        self.port = free_port()
+        self.config = backing.parent / "themis.toml"
+        self.log = backing.parent / "themis.log"
+        self.args = args
+        self._write_config("fifo")
+        cmd = [sys.executable, "-m", "themis.cli", "mount", str(backing), str(mnt), "--foreground",
+               "--config", str(self.config), "--metrics-port", str(self.port),
+               "--device-bandwidth", str(bandwidth), "--log-file", str(self.log)]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not is_mounted(mnt):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"themis mount failed:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        self.policy = "fifo"
+
+    def _write_config(self, policy: str) -> None:
+        text = (f'log_level = "warning"\n[scheduler]\npolicy = "{policy}"\n'
+                f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
+        tmp = self.config.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.config)
+
+    def use(self, policy: str) -> None:
+        """Switch policy by SIGHUP and wait until the daemon reports it."""
+        if policy == self.policy:
+            return
+        self._write_config(policy)
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics") as resp:
+                text = resp.read().decode()
+            if any(line.startswith("themis_policy_info") and f'policy="{policy}"' in line
+                   and line.endswith(" 1.0") for line in text.splitlines()):
+                self.policy = policy
+                return
+            time.sleep(0.05)
+        raise SystemExit(f"the daemon did not switch to {policy}:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def run_jobs(where: Path, jobs: list[Job], mode: str, args: argparse.Namespace,
+             seconds: float) -> dict[str, float]:
+    """Run every job's workers concurrently; returns bytes/s per job over the common window."""
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o777)
+    if mode == "read":  # files to read, made through the same path
+        for job in jobs:
+            for w in range(args.workers):
+                path = where / f"{job.name}-{w}"
+                with open(path, "wb") as f:
+                    f.write(b"r" * SPAN)
+                os.chown(path, job.uid, job.gid)
+    start_at = time.time() + 0.5 + 0.04 * len(jobs) * args.workers
+    stop_at = start_at + seconds
+    procs: list[tuple[Job, subprocess.Popen[str]]] = []
+    for job in jobs:
+        env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job.name, "SLURM_NNODES": str(job.nodes),
+               "SLURM_JOB_NUM_NODES": str(job.nodes)}
+        for w in range(args.workers):
+            cmd = [user_python(), "-c", WORKER, str(where / f"{job.name}-{w}"), mode,
+                   str(args.block), repr(start_at), repr(stop_at), str(SPAN)]
+            procs.append((job, subprocess.Popen(cmd, env=env, user=job.uid, group=job.gid,
+                                                extra_groups=[], stdout=subprocess.PIPE,
+                                                text=True, cwd="/")))
+    rates: dict[str, float] = {job.name: 0.0 for job in jobs}
+    for job, proc in procs:
+        out, _ = proc.communicate(timeout=seconds + 120)
+        if proc.returncode != 0 or not out.strip():
+            raise SystemExit(f"worker of job {job.name} failed (exit {proc.returncode})")
+        rates[job.name] += int(out.strip()) / seconds
+    shutil.rmtree(where, ignore_errors=True)
+    return rates
+
+
+def gate_cost_us(policy: str, requests: int = 20000) -> float:
+    """Microseconds the scheduler core's gate adds to one request of a lone job (no FUSE)."""
+    import trio
+
+    from themis.sched import JobTag, Scheduler
+    from themis.sched.aio import Gate
+
+    tag = JobTag("1", "u", "g", 2)
+
+    async def run() -> float:
+        gate = Gate(Scheduler(policy, "lottery", max_inflight=4))
+        start = time.perf_counter()
+        for _ in range(requests):
+            async with gate.slot(tag, 256 * 1024):
+                pass
+        return (time.perf_counter() - start) / requests * 1e6
+
+    return trio.run(run)
+
+
+def target_of(figure: str) -> str:
+    """The target of a figure, for the table (the checks hold the same numbers)."""
+    if figure.endswith("size_ratio") and figure != "fifo_size_ratio" or figure.startswith(
+            "size_fair"):
+        return "4 +-10%"
+    if figure.endswith("_ratio") and figure != "fifo_size_ratio":
+        return "1 +-10%"
+    if "_vs_fifo" in figure:
+        return ">= 0.9"
+    return ""
+
+
+def within(value: float, target: float, tol: float = 0.10) -> bool:
+    return abs(value - target) <= tol * target
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--duration", type=float, default=6.0,
+                   help="seconds measured per scenario on the emulated device")
+    p.add_argument("--cpu-duration", type=float, default=3.0,
+                   help="seconds measured per scenario without emulation")
+    p.add_argument("--cpu-rounds", type=int, default=3,
+                   help="repetitions of each policy without emulation (medians are used)")
+    p.add_argument("--bandwidth", type=float, default=200e6, help="emulated device, bytes/s")
+    p.add_argument("--workers", type=int, default=8, help="processes per job")
+    p.add_argument("--block", type=int, default=256 * 1024, help="bytes per write/read call")
+    p.add_argument("--max-inflight", type=int, default=4, help="scheduler slots")
+    p.add_argument("--dispatcher", default="lottery", help="lottery (ThemisIO) or sfq")
+    p.add_argument("--quick", action="store_true", help="1.5 s per scenario (a smoke run)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.duration = args.cpu_duration = 1.5
+        args.cpu_rounds = 1
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        print("themis_fairness: needs root and /dev/fuse (real FUSE mounts, other uids)")
+        print("RESULT skipped=1")
+        return 0
+    base = Path(tempfile.mkdtemp(prefix="themis-bench-", dir="/dev/shm"))
+    base.chmod(0o755)
+    backing, mnt = base / "backing", base / "mnt"
+    backing.mkdir()
+    backing.chmod(0o777)
+    mnt.mkdir()
+    # (policy, scenario, phase) -> per-job bytes/s of each repetition
+    rates: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    steps = 4 * len(PLAN) + 1 + 2 * (len(PLAN) + 1) * args.cpu_rounds + 3
+    step = 0
+
+    paired: dict[tuple[str, str], float] = {}  # (policy, scenario) -> total / adjacent fifo's
+
+    def measure(mount: Mount, policy: str, scenario: str, phase: str,
+                seconds: float) -> dict[str, float]:
+        nonlocal step
+        mount.use(policy)
+        name, mode = (scenario[:-5], "read") if scenario.endswith("-read") else (scenario, "write")
+        r = run_jobs(mnt / f"{policy}-{scenario}", SCENARIOS[name], mode, args, seconds)
+        rates.setdefault((policy, scenario, phase), []).append(r)
+        step += 1
+        jobs = " ".join(f"{j}={v / MiB:.0f}" for j, v in r.items())
+        print(f"[{step:2d}/{steps}] {phase} {policy:21s} {scenario:10s} MiB/s: {jobs}", flush=True)
+        return r
+
+    def total(key: tuple[str, str, str]) -> float:
+        return statistics.median(sum(r.values()) for r in rates[key])
+
+    try:
+        # 1. an emulated bandwidth-bound device: sharing, and each policy next to fifo
+        mount = Mount(backing, mnt, args, args.bandwidth)
+        try:
+            run_jobs(mnt / "warm-up", SCENARIOS["lone"], "write", args, 1.0)
+            for policy, (main_scenario, extra) in PLAN.items():
+                for scenario in ["lone", main_scenario]:
+                    mine = measure(mount, policy, scenario, "emu", args.duration)
+                    fifo = measure(mount, "fifo", scenario, "emu", args.duration)
+                    paired[(policy, scenario)] = sum(mine.values()) / sum(fifo.values())
+                for scenario in extra:
+                    measure(mount, policy, scenario, "emu", args.duration)
+        finally:
+            mount.stop()
+        # 2. no emulation: tmpfs, CPU-bound; each policy next to fifo, then the native directory
+        mount = Mount(backing, mnt, args, 0.0)
+        try:
+            for _ in range(args.cpu_rounds):  # round robin: load drifts hit every policy
+                for policy in ["fifo", *PLAN]:
+                    for scenario in ("lone", "size"):
+                        measure(mount, policy, scenario, "cpu", args.cpu_duration)
+            native = run_jobs(backing / "native", SCENARIOS["lone"], "write", args,
+                              args.cpu_duration)
+            step += 1
+            print(f"[{step:2d}/{steps}] native tmpfs lone: {sum(native.values()) / MiB:.0f} MiB/s")
+            measure(mount, "fifo", "lone", "proxy", args.cpu_duration)
+            native2 = run_jobs(backing / "native", SCENARIOS["lone"], "write", args,
+                               args.cpu_duration)
+            native = {k: (v + native2[k]) / 2 for k, v in native.items()}
+            print(f"[{steps:2d}/{steps}] native tmpfs lone again; mean "
+                  f"{sum(native.values()) / MiB:.0f} MiB/s")
+        finally:
+            mount.stop()
+        proxy = total(("fifo", "lone", "proxy"))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    figures: dict[str, float] = {}
+    checks: dict[str, bool] = {}
+    size = rates[("size-fair", "size", "emu")][0]
+    figures["size_fair_ratio"] = size["204"] / size["201"]
+    checks["size_fair_1to4"] = within(figures["size_fair_ratio"], 4.0)
+    sread = rates[("size-fair", "size-read", "emu")][0]
+    figures["size_fair_read_ratio"] = sread["204"] / sread["201"]
+    checks["size_fair_read_1to4"] = within(figures["size_fair_read_ratio"], 4.0)
+    job = rates[("job-fair", "size", "emu")][0]
+    figures["job_fair_ratio"] = job["204"] / job["201"]
+    checks["job_fair_1to1"] = within(figures["job_fair_ratio"], 1.0)
+    uf = rates[("user-fair", "users", "emu")][0]
+    figures["user_fair_user_ratio"] = (uf["311"] + uf["314"]) / uf["321"]
+    checks["user_fair_1to1"] = within(figures["user_fair_user_ratio"], 1.0)
+    ut = rates[("user-then-size-fair", "users", "emu")][0]
+    figures["utsf_user_ratio"] = (ut["311"] + ut["314"]) / ut["321"]
+    figures["utsf_size_ratio"] = ut["314"] / ut["311"]
+    checks["utsf_users_1to1"] = within(figures["utsf_user_ratio"], 1.0)
+    checks["utsf_size_1to4"] = within(figures["utsf_size_ratio"], 4.0)
+    gu = rates[("group-user-size-fair", "groups", "emu")][0]
+    figures["gus_group_ratio"] = (gu["411"] + gu["422"]) / gu["431"]
+    figures["gus_user_ratio"] = gu["422"] / gu["411"]
+    checks["gus_groups_1to1"] = within(figures["gus_group_ratio"], 1.0)
+    checks["gus_users_1to1"] = within(figures["gus_user_ratio"], 1.0)
+    fifo_size = rates[("fifo", "size", "emu")][0]
+    figures["fifo_size_ratio"] = fifo_size["204"] / fifo_size["201"]
+    for policy, (main_scenario, _) in PLAN.items():
+        key = policy.replace("-", "_")
+        for phase in ("emu", "cpu"):
+            if phase == "emu":
+                lone, agg = paired[(policy, "lone")], paired[(policy, main_scenario)]
+            else:
+                lone = total((policy, "lone", phase)) / total(("fifo", "lone", phase))
+                agg = total((policy, "size", phase)) / total(("fifo", "size", phase))
+            figures[f"lone_{key}_{phase}_vs_fifo"] = lone
+            checks[f"lone_{key}_{phase}"] = lone >= 0.9
+            figures[f"aggregate_{key}_{phase}_vs_fifo"] = agg
+            checks[f"aggregate_{key}_{phase}"] = agg >= 0.9
+    for policy in ["fifo", *PLAN]:
+        figures[f"gate_us_{policy.replace('-', '_')}"] = gate_cost_us(policy)
+    figures["proxy_vs_native"] = proxy / sum(native.values())
+    figures["proxy_MiBps"] = proxy / MiB
+    figures["native_MiBps"] = sum(native.values()) / MiB
+    figures["emulated_MiBps"] = args.bandwidth / MiB
+
+    print("\nfigure                                        value  target")
+    for name, value in figures.items():
+        print(f"  {name:43s} {value:8.3f}  {target_of(name)}")
+    failed = [name for name, ok in checks.items() if not ok]
+    print(f"checks: {len(checks) - len(failed)}/{len(checks)} met"
+          + (f"; missed: {', '.join(failed)}" if failed else ""))
+    fields = " ".join(f"{k}={v:.3f}" for k, v in figures.items())
+    print(f"RESULT {fields} checks_met={len(checks) - len(failed)} checks_total={len(checks)} "
+          f"dispatcher={args.dispatcher} duration_s={args.duration:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

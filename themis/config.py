@@ -1,0 +1,210 @@
+"""The daemon's configuration: /etc/themis/themis.toml, validated with errors naming the field.
+
+Every key is optional; command-line options override the file. See docs/themis.md for the list
+and systemd/themis.toml for a commented example.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from themis.sched.policy import POLICIES
+from themis.sched.registry import DISPATCHERS, make_dispatcher
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    allow_other: bool = True
+    attr_timeout_seconds: float = 1.0
+    entry_timeout_seconds: float = 1.0
+    xattrs: bool = True
+    keep_cache: bool = False  # keep the page cache across opens (stale if others write)
+    max_tasks: int = 64  # concurrent FUSE request handlers
+    max_background: int = 64  # kernel limit of async requests (readahead); 0 = kernel default
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    policy: str = "size-fair"
+    dispatcher: str = "lottery"
+    max_inflight: int = 4  # chunks running against the backing store at once
+    chunk_bytes: int = 1 << 20  # larger requests are split into chunks of this size
+    io_threads: int = 0  # 0: pread/pwrite on the event loop (tmpfs); N: N threads (disks)
+    user_weights: dict[str, float] = field(default_factory=dict)
+    group_weights: dict[str, float] = field(default_factory=dict)
+    dispatcher_options: dict[str, float] = field(default_factory=dict)  # tbf: rate, burst, ...
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    """Emulate a backing device of this bandwidth (0 = off: the backing store's own speed)."""
+
+    bandwidth_bytes_per_second: float = 0.0
+
+
+@dataclass(frozen=True)
+class TaggingConfig:
+    environ_timeout_seconds: float = 0.2
+    cache_size: int = 4096
+    slurm_conf: str = ""  # SLURM_CONF for node-count lookups ("" = the environment's)
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    port: int = 0  # 0 = no metrics endpoint
+    address: str = "127.0.0.1"
+    job_ttl_seconds: float = 300.0
+    update_seconds: float = 2.0
+
+
+@dataclass(frozen=True)
+class ThemisConfig:
+    mount: MountConfig = field(default_factory=MountConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    device: DeviceConfig = field(default_factory=DeviceConfig)
+    tagging: TaggingConfig = field(default_factory=TaggingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    log_level: str = "info"
+    source: str = "<defaults>"
+
+    def with_overrides(self, **sections: dict[str, Any]) -> ThemisConfig:
+        """A copy with some fields of some sections replaced (command-line options)."""
+        cfg = self
+        for name, values in sections.items():
+            values = {k: v for k, v in values.items() if v is not None}
+            if values:
+                cfg = replace(cfg, **{name: replace(getattr(cfg, name), **values)})
+        validate(cfg)
+        return cfg
+
+
+SECTIONS = {"mount": MountConfig, "scheduler": SchedulerConfig, "device": DeviceConfig,
+            "tagging": TaggingConfig, "metrics": MetricsConfig}
+
+
+def _typed(where: str, value: Any, default: Any) -> Any:
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    elif isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        value = float(value)
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+    elif isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a table of name = weight, got {value!r}")
+        for key, weight in value.items():
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+                raise ConfigError(f"{where}.{key}: expected a number > 0, got {weight!r}")
+        value = {str(k): float(w) for k, w in value.items()}
+    return value
+
+
+def validate(cfg: ThemisConfig) -> None:
+    """Check ranges and names; raises ConfigError naming the file and field."""
+    src = cfg.source
+
+    def bad(name: str, text: str) -> ConfigError:
+        return ConfigError(f"{src}: {name}: {text}")
+
+    s = cfg.scheduler
+    if s.policy not in POLICIES:
+        raise bad("scheduler.policy", f"unknown policy {s.policy!r}; choose from {', '.join(POLICIES)}")
+    if s.dispatcher not in DISPATCHERS:
+        raise bad("scheduler.dispatcher",
+                  f"unknown dispatcher {s.dispatcher!r}; choose from {', '.join(DISPATCHERS)}")
+    if s.dispatcher_options and s.dispatcher not in ("tbf", "gift"):
+        raise bad("scheduler.dispatcher_options", f"{s.dispatcher} takes no options")
+    try:
+        make_dispatcher(s.dispatcher, **dict[str, Any](s.dispatcher_options))
+    except (TypeError, ValueError) as exc:
+        raise bad("scheduler.dispatcher_options", f"for {s.dispatcher}: {exc}") from None
+    if not 1 <= s.max_inflight <= 1024:
+        raise bad("scheduler.max_inflight", f"must be 1..1024, got {s.max_inflight}")
+    if not 0 <= s.io_threads <= 1024:
+        raise bad("scheduler.io_threads", f"must be 0..1024, got {s.io_threads}")
+    if not 4096 <= s.chunk_bytes <= 64 << 20:
+        raise bad("scheduler.chunk_bytes", f"must be 4096..67108864, got {s.chunk_bytes}")
+    m = cfg.mount
+    for name in ("attr_timeout_seconds", "entry_timeout_seconds"):
+        if not 0 <= getattr(m, name) <= 3600:
+            raise bad(f"mount.{name}", f"must be 0..3600, got {getattr(m, name)}")
+    if not 1 <= m.max_tasks <= 10000:
+        raise bad("mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
+    if not 0 <= m.max_background <= 65535:
+        raise bad("mount.max_background", f"must be 0..65535, got {m.max_background}")
+    if cfg.device.bandwidth_bytes_per_second < 0:
+        raise bad("device.bandwidth_bytes_per_second", "must be >= 0")
+    t = cfg.tagging
+    if not 0 < t.environ_timeout_seconds <= 10:
+        raise bad("tagging.environ_timeout_seconds", f"must be in (0, 10], got {t.environ_timeout_seconds}")
+    if t.cache_size < 1:
+        raise bad("tagging.cache_size", f"must be >= 1, got {t.cache_size}")
+    me = cfg.metrics
+    if not 0 <= me.port <= 65535:
+        raise bad("metrics.port", f"must be 0..65535, got {me.port}")
+    if me.job_ttl_seconds < 0:
+        raise bad("metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
+    if not 0.05 <= me.update_seconds <= 3600:
+        raise bad("metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
+    if cfg.log_level not in LOG_LEVELS:
+        raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}, got {cfg.log_level!r}")
+
+
+def parse(data: dict[str, Any], source: str) -> ThemisConfig:
+    """Build a config from a parsed TOML document."""
+    sections: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "log_level":
+            sections["log_level"] = _typed(f"{source}: log_level", value, "")
+            continue
+        if key not in SECTIONS:
+            choices = ", ".join([*SECTIONS, "log_level"])
+            raise ConfigError(f"{source}: unknown section [{key}]; expected one of {choices}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: [{key}] must be a table")
+        cls = SECTIONS[key]
+        defaults = cls()
+        known = {f.name for f in fields(cls)}
+        values = {}
+        for name, item in value.items():
+            if name not in known:
+                raise ConfigError(
+                    f"{source}: {key}.{name}: unknown field; expected one of {', '.join(sorted(known))}"
+                )
+            values[name] = _typed(f"{source}: {key}.{name}", item, getattr(defaults, name))
+        sections[key] = cls(**values)
+    cfg = ThemisConfig(**sections, source=source)
+    validate(cfg)
+    return cfg
+
+
+def load(path: str | Path | None) -> ThemisConfig:
+    """Read and validate a TOML file; None gives the defaults."""
+    if path is None:
+        return ThemisConfig()
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return parse(data, str(path))

@@ -1,0 +1,294 @@
+"""``themis mount BACKING MOUNTPOINT``: the fair-sharing FUSE proxy daemon.
+
+SIGHUP re-reads the configuration file and switches policy live (queued and running I/O is
+kept); SIGTERM/SIGINT unmount cleanly. A stale mount left by a killed daemon is cleared before
+mounting again, so a restart resumes service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyfuse3
+import trio
+
+from themis.config import ConfigError, ThemisConfig, load
+from themis.fs import fusectl
+from themis.fs.device import EmulatedDevice
+from themis.fs.io import ScheduledIO
+from themis.fs.operations import PassthroughFS
+from themis.metrics import ThemisMetrics
+from themis.sched.aio import Gate
+from themis.sched.policy import Policy, PolicyError
+from themis.sched.registry import make_dispatcher
+from themis.sched.scheduler import Scheduler
+from themis.tagging import SlurmNodeCount, Tagger
+
+log = logging.getLogger("themis.daemon")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="themis mount", description=__doc__.splitlines()[0])
+    p.add_argument("backing", help="the burst-buffer directory to serve")
+    p.add_argument("mountpoint", help="where to mount the proxy")
+    p.add_argument("--config", help="TOML configuration file (e.g. /etc/themis/themis.toml)")
+    p.add_argument("--policy", help="sharing policy (overrides the file)")
+    p.add_argument("--dispatcher", help="lottery, sfq, fifo, ... (overrides the file)")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    p.add_argument("--metrics-address", help="address for the metrics endpoint")
+    p.add_argument("--max-inflight", type=int, help="chunks running against the backing store")
+    p.add_argument("--device-bandwidth", type=float,
+                   help="emulate a backing device of this many bytes/s (benchmarks; 0 = off)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-file", help="log here instead of stderr")
+    p.add_argument("--foreground", "-f", action="store_true", help="do not detach")
+    return p
+
+
+def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The configuration fields the command line sets (they win over the file, also on SIGHUP)."""
+    return {
+        "scheduler": {"policy": args.policy, "dispatcher": args.dispatcher,
+                      "max_inflight": args.max_inflight},
+        "metrics": {"port": args.metrics_port, "address": args.metrics_address},
+        "device": {"bandwidth_bytes_per_second": args.device_bandwidth},
+    }
+
+
+def make_policy(cfg: ThemisConfig) -> Policy:
+    s = cfg.scheduler
+    return Policy.from_name(s.policy, user_weights=s.user_weights, group_weights=s.group_weights)
+
+
+class Daemon:
+    """One mounted proxy: the FUSE operations, the scheduler, tagging and metrics."""
+
+    def __init__(
+        self,
+        cfg: ThemisConfig,
+        backing: str,
+        mountpoint: str,
+        config_path: str | None = None,
+        cli: dict[str, dict[str, Any]] | None = None,
+        tagger: Tagger | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.backing = os.path.abspath(backing)
+        self.mountpoint = os.path.abspath(mountpoint)
+        self.config_path = config_path
+        self.cli = cli or {}
+        s = cfg.scheduler
+        dispatcher = make_dispatcher(s.dispatcher, **dict[str, Any](s.dispatcher_options))
+        self.scheduler = Scheduler(make_policy(cfg), dispatcher, max_inflight=s.max_inflight,
+                                   chunk_bytes=s.chunk_bytes)
+        self.metrics = ThemisMetrics(job_ttl=cfg.metrics.job_ttl_seconds)
+        self.tagger = tagger or Tagger(
+            node_count=SlurmNodeCount(cfg.tagging.slurm_conf or None),
+            environ_timeout=cfg.tagging.environ_timeout_seconds,
+            cache_size=cfg.tagging.cache_size)
+        self.gate = Gate(self.scheduler)
+        self.io = ScheduledIO(self.gate, EmulatedDevice(cfg.device.bandwidth_bytes_per_second),
+                              self.metrics, io_threads=s.io_threads)
+        self.ops = PassthroughFS(self.backing, self.io, self.tagger, activity=self.metrics,
+                                 attr_timeout=cfg.mount.attr_timeout_seconds,
+                                 entry_timeout=cfg.mount.entry_timeout_seconds,
+                                 xattrs=cfg.mount.xattrs, keep_cache=cfg.mount.keep_cache)
+        self._stop_metrics: Callable[[], None] | None = None
+        self._backing_ok = True
+
+    # -- control -------------------------------------------------------------------------
+    def reload(self) -> bool:
+        """Re-read the configuration file and switch policy/dispatcher live."""
+        try:
+            cfg = load(self.config_path).with_overrides(**self.cli)
+            policy = make_policy(cfg)
+            s = cfg.scheduler
+            options: dict[str, Any] = dict(s.dispatcher_options)
+            dispatcher = make_dispatcher(s.dispatcher, seed=self.scheduler.seed, **options)
+        except (ConfigError, PolicyError, ValueError, TypeError) as exc:
+            log.error("reload failed, keeping policy %s: %s", self.scheduler.policy.name, exc)
+            self.metrics.reloaded(False)
+            return False
+        self.scheduler.set_policy(policy, dispatcher)
+        self.scheduler.max_inflight = s.max_inflight  # takes effect as running chunks finish
+        self.metrics.job_ttl = cfg.metrics.job_ttl_seconds
+        self.cfg = replace(self.cfg, scheduler=s, metrics=replace(
+            self.cfg.metrics, job_ttl_seconds=cfg.metrics.job_ttl_seconds))
+        log.info("reloaded %s: policy %s, dispatcher %s", self.config_path or "<no file>",
+                 policy.name, self.scheduler.dispatcher.name)
+        self.metrics.reloaded(True)
+        self.metrics.update(self.scheduler.stats())
+        return True
+
+    async def _signals(self) -> None:
+        sigs = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+        with trio.open_signal_receiver(*sigs) as received:
+            async for sig in received:
+                if sig == signal.SIGHUP:
+                    sd_notify("RELOADING=1")
+                    self.reload()
+                    sd_notify("READY=1")
+                else:
+                    log.info("%s: unmounting %s", signal.Signals(sig).name, self.mountpoint)
+                    sd_notify("STOPPING=1")
+                    pyfuse3.terminate()
+                    return
+
+    def check_backing(self) -> bool:
+        """Log (once per change) and export whether the backing directory is there."""
+        ok = os.path.isdir(self.backing)
+        if ok != self._backing_ok:
+            if ok:
+                log.warning("backing directory %s is back", self.backing)
+            else:
+                log.error("backing directory %s is gone: callers get ENOENT/ESTALE until it "
+                          "returns", self.backing)
+            self._backing_ok = ok
+            self.metrics.backing.set(1 if ok else 0)
+        return ok
+
+    async def _metrics_loop(self) -> None:
+        while True:
+            self.check_backing()
+            self.metrics.update(self.scheduler.stats())
+            for job_id in self.metrics.expire():
+                self.scheduler.forget(job_id)
+            await trio.sleep(self.cfg.metrics.update_seconds)
+
+    async def _tune_kernel(self) -> None:
+        """Raise the kernel's limit of background requests once FUSE INIT is through."""
+        await trio.sleep(0.2)
+        await trio.to_thread.run_sync(fusectl.tune, self.mountpoint,
+                                      self.cfg.mount.max_background)
+
+    async def serve(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._signals)
+            nursery.start_soon(self._metrics_loop)
+            nursery.start_soon(self._tune_kernel)
+            await pyfuse3.main(min_tasks=4, max_tasks=self.cfg.mount.max_tasks)
+            nursery.cancel_scope.cancel()
+
+    def run(self, ready: int | None = None) -> None:
+        """Mount, serve until SIGTERM/SIGINT, unmount. ``ready`` is a pipe told "ok" once up."""
+        clear_stale_mount(self.mountpoint)
+        options = {"fsname=themis", "subtype=themis", "default_permissions"}
+        if self.cfg.mount.allow_other:
+            options.add("allow_other")
+        pyfuse3.init(self.ops, self.mountpoint, options)
+        try:
+            if self.cfg.metrics.port:
+                self._stop_metrics = self.metrics.serve(self.cfg.metrics.port,
+                                                        self.cfg.metrics.address)
+            log.info("mounted %s on %s: policy %s, dispatcher %s, metrics port %s",
+                     self.backing, self.mountpoint, self.scheduler.policy.name,
+                     self.scheduler.dispatcher.name, self.cfg.metrics.port or "off")
+            if ready is not None:
+                os.write(ready, b"ok")
+                os.close(ready)
+            sd_notify(f"READY=1\nMAINPID={os.getpid()}")
+            trio.run(self.serve)
+        finally:
+            pyfuse3.close(unmount=True)
+            self.ops.close_all()
+            if self._stop_metrics is not None:
+                self._stop_metrics()
+            log.info("unmounted %s", self.mountpoint)
+
+
+def sd_notify(message: str) -> None:
+    """Tell systemd (Type=notify) about our state; a no-op outside systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.sendto(message.encode(), address)
+    except OSError as exc:
+        log.warning("cannot notify systemd at %s: %s", address, exc)
+
+
+def clear_stale_mount(mountpoint: str) -> None:
+    """Lazily unmount a dead FUSE mount ("Transport endpoint is not connected")."""
+    try:
+        os.stat(mountpoint)
+    except OSError as exc:
+        if exc.errno != errno.ENOTCONN:
+            raise
+        log.warning("%s: clearing the stale mount of a previous daemon", mountpoint)
+        subprocess.run(["fusermount3", "-u", "-z", mountpoint], check=False)
+
+
+def _setup_logging(level: str, path: str | None) -> None:
+    handler: logging.Handler = logging.FileHandler(path) if path else logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s themis[%(process)d] %(levelname)s "
+                                           "%(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def _detach() -> int | None:
+    """Fork into the background; the parent waits for "ok" (or an error) from the child."""
+    rfd, wfd = os.pipe()
+    if os.fork() > 0:
+        os.close(wfd)
+        message = b""
+        while chunk := os.read(rfd, 4096):
+            message += chunk
+        if message == b"ok":
+            os._exit(0)
+        sys.stderr.write(message.decode(errors="replace") or "themis mount: daemon failed\n")
+        os._exit(1)
+    os.close(rfd)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    return wfd
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load(args.config).with_overrides(**overrides(args))
+    except ConfigError as exc:
+        print(f"themis mount: error: {exc}", file=sys.stderr)
+        return 2
+    for what, path in (("backing directory", args.backing), ("mount point", args.mountpoint)):
+        if not os.path.isdir(path) and not _is_stale(path):
+            print(f"themis mount: error: {what} {path!r} is not a directory", file=sys.stderr)
+            return 2
+    _setup_logging(args.log_level or cfg.log_level, args.log_file)
+    os.umask(0)  # the kernel already applied the caller's umask to every mode we receive
+    ready = None if args.foreground else _detach()
+    try:
+        Daemon(cfg, args.backing, args.mountpoint, args.config, overrides(args)).run(ready)
+    except (OSError, RuntimeError) as exc:
+        log.error("cannot serve %s on %s: %s", args.backing, args.mountpoint, exc)
+        if ready is not None:
+            os.write(ready, f"themis mount: error: {exc}\n".encode())
+        else:
+            print(f"themis mount: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _is_stale(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
+    return False

@@ -1,0 +1,162 @@
+"""Prometheus metrics of the Themis daemon (prefix ``themis_``), with finished jobs expired.
+
+Per-job series carry ``job``, ``user`` and ``group`` labels (the group is the top policy class of
+group-user-size-fair). A job with no open file and no I/O for ``job_ttl`` seconds is finished: its
+series are removed so the label sets stay bounded, and the caller drops its scheduler state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from themis.sched.scheduler import SchedStats
+from themis.sched.tags import JobTag
+
+log = logging.getLogger(__name__)
+
+JOB_LABELS = ("job", "user", "group")
+
+
+@dataclass
+class _Job:
+    tag: JobTag
+    open_files: int = 0
+    last_seen: float = 0.0
+
+
+class ThemisMetrics:
+    """See the module docstring. Not thread-safe: call from the daemon's event loop."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        job_ttl: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.job_ttl = job_ttl
+        self.clock = clock
+        self._jobs: dict[str, _Job] = {}
+        r = self.registry
+        self.bytes = Counter("themis_io_bytes", "Bytes read or written, by job",
+                             [*JOB_LABELS, "op"], registry=r)
+        self.ops = Counter("themis_io_operations", "Read or write requests, by job",
+                           [*JOB_LABELS, "op"], registry=r)
+        self.open_files = Gauge("themis_job_open_files", "Files the job holds open",
+                                JOB_LABELS, registry=r)
+        self.target = Gauge("themis_job_target_share_ratio",
+                            "The policy's share for the job among competing jobs", JOB_LABELS,
+                            registry=r)
+        self.achieved = Gauge("themis_job_achieved_share_ratio",
+                              "The job's share of bytes over the recent dispatch window",
+                              JOB_LABELS, registry=r)
+        self.queued_bytes = Gauge("themis_job_queued_bytes", "Bytes the job has waiting",
+                                  JOB_LABELS, registry=r)
+        self.queue_depth = Gauge("themis_queue_depth", "Chunks waiting for dispatch", registry=r)
+        self.inflight = Gauge("themis_inflight_chunks", "Chunks running against the backing store",
+                              registry=r)
+        self.jobs = Gauge("themis_jobs", "Jobs known to the daemon (not yet expired)", registry=r)
+        self.policy = Gauge("themis_policy_info", "The active policy and dispatcher",
+                            ["policy", "dispatcher"], registry=r)
+        self.reloads = Counter("themis_reloads", "Configuration reloads (SIGHUP), by outcome",
+                               ["outcome"], registry=r)
+        self.expired = Counter("themis_jobs_expired", "Jobs whose series were removed after the TTL",
+                               registry=r)
+        self.backing = Gauge("themis_backing_available",
+                             "1 while the backing directory exists, 0 while it is gone",
+                             registry=r)
+        self.backing.set(1)
+        self._policy_labels: tuple[str, str] | None = None
+
+    # -- events ----------------------------------------------------------------------------
+    def _job(self, tag: JobTag) -> _Job:
+        job = self._jobs.get(tag.job_id)
+        if job is None:
+            job = self._jobs[tag.job_id] = _Job(tag)
+            self.jobs.set(len(self._jobs))
+        job.last_seen = self.clock()
+        return job
+
+    @staticmethod
+    def _labels(tag: JobTag) -> tuple[str, str, str]:
+        return tag.job_id, tag.user, tag.group
+
+    def file_opened(self, tag: JobTag) -> None:
+        job = self._job(tag)
+        job.open_files += 1
+        self.open_files.labels(*self._labels(job.tag)).set(job.open_files)
+
+    def file_closed(self, tag: JobTag) -> None:
+        job = self._job(tag)
+        job.open_files = max(0, job.open_files - 1)
+        self.open_files.labels(*self._labels(job.tag)).set(job.open_files)
+
+    def record(self, tag: JobTag, op: str, nbytes: int) -> None:
+        """One finished read or write request of ``nbytes``."""
+        job = self._job(tag)
+        labels = (*self._labels(job.tag), op)
+        self.bytes.labels(*labels).inc(nbytes)
+        self.ops.labels(*labels).inc()
+
+    def reloaded(self, ok: bool) -> None:
+        self.reloads.labels("ok" if ok else "error").inc()
+
+    def update(self, stats: SchedStats) -> None:
+        """Copy the scheduler's queue depth and per-job shares into the gauges."""
+        if self._policy_labels != (stats.policy, stats.dispatcher):
+            if self._policy_labels is not None:
+                self.policy.remove(*self._policy_labels)
+            self._policy_labels = (stats.policy, stats.dispatcher)
+            self.policy.labels(*self._policy_labels).set(1)
+        self.queue_depth.set(stats.queued_chunks)
+        self.inflight.set(stats.inflight)
+        for job_id, js in stats.jobs.items():
+            job = self._jobs.get(job_id)
+            if job is None:
+                continue
+            labels = self._labels(job.tag)
+            self.target.labels(*labels).set(js.target_share)
+            self.achieved.labels(*labels).set(js.achieved_share)
+            self.queued_bytes.labels(*labels).set(js.queued_bytes)
+            if js.queued_chunks or js.inflight:
+                job.last_seen = self.clock()
+
+    def expire(self) -> list[str]:
+        """Remove the series of jobs idle past the TTL with no open file; returns their ids."""
+        now = self.clock()
+        gone = [jid for jid, job in self._jobs.items()
+                if job.open_files == 0 and now - job.last_seen >= self.job_ttl]
+        for jid in gone:
+            labels = self._labels(self._jobs.pop(jid).tag)
+            for gauge in (self.open_files, self.target, self.achieved, self.queued_bytes):
+                _remove(gauge, labels)
+            for counter in (self.bytes, self.ops):
+                for op in ("read", "write"):
+                    _remove(counter, (*labels, op))
+            self.expired.inc()
+        if gone:
+            self.jobs.set(len(self._jobs))
+            log.info("expired %d finished job(s): %s", len(gone), ", ".join(gone[:10]))
+        return gone
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> Callable[[], None]:
+        """Serve /metrics over HTTP in a background thread; returns a function that stops it."""
+        server, thread = start_http_server(port, addr=address, registry=self.registry)
+
+        def stop() -> None:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=5)
+
+        return stop
+
+
+def _remove(metric: Counter | Gauge, labels: tuple[str, ...]) -> None:
+    with contextlib.suppress(KeyError):
+        metric.remove(*labels)

@@ -60,6 +60,7 @@ class SlurmConfig:
     scheduler_type: str = "sched/backfill"
     default_queue_depth: int = 100
     sched_interval: float = 60.0
+    batch_sched_delay: float = 3.0
     bf_interval: float = 30.0
     bf_window: float = 1440 * 60.0
     bf_resolution: float = 60.0
@@ -113,6 +114,7 @@ _SCHED_SECONDS = {
     "sched_interval": "sched_interval",
     "bf_interval": "bf_interval",
     "bf_resolution": "bf_resolution",
+    "batch_sched_delay": "batch_sched_delay",
 }
 _WEIGHTS = {
     "priorityweightage": "weight_age",

@@ -27,7 +27,7 @@ from sim.profile import Profile
 from sim.snapshot import QueueSnapshot
 from sim.traces.model import Trace
 
-_END, _SUBMIT, _TIMER = 0, 1, 2
+_END, _SUBMIT, _TIMER, _KICK = 0, 1, 2, 3
 _NAN = math.nan
 
 
@@ -161,6 +161,7 @@ class Simulator:
         )
         if submit <= self.now:
             self._arrive(job)
+            self._after_submissions()
             self._after_events()
         else:
             self._push(submit, _SUBMIT, job)
@@ -340,6 +341,7 @@ class Simulator:
                 return
             self.now = t
             events = False
+            submitted = False
             # 1. job ends
             while heap and heap[0][0] == t and heap[0][1] == _END:
                 _, _, _, job = heapq.heappop(heap)
@@ -353,27 +355,48 @@ class Simulator:
                         state = JobState.COMPLETED
                     self._release(job, state)
                 events = True
+                self._main_dirty = True
             # 2. submissions: trace jobs, then injected ones
             while self._cursor < n and submit_times[self._cursor] == t:
                 self._arrive(self._trace_job(self._cursor))
                 self._cursor += 1
-                events = True
+                submitted = True
             while heap and heap[0][0] == t and heap[0][1] == _SUBMIT:
                 self._arrive(heapq.heappop(heap)[3])
+                submitted = True
+            if submitted:
                 events = True
+                self._after_submissions()
             # 3. timers
             while heap and heap[0][0] == t and heap[0][1] == _TIMER:
                 job = heapq.heappop(heap)[3]
                 if job.id in self._pending:
                     self._check_eligible(job)
                 events = True
+                self._main_dirty = True
+            # 4. the delayed main-scheduler run for batch submissions
+            while heap and heap[0][0] == t and heap[0][1] == _KICK:
+                heapq.heappop(heap)
+                events = True
+                self._main_dirty = True
             self._after_events(events)
+
+    def _after_submissions(self) -> None:
+        """Slurm may delay scheduling batch submissions by ``batch_sched_delay``: the main
+        scheduler runs for them that much later (one run for all submissions in between),
+        and the backfill loop may start them first."""
+        delay = self.cfg.batch_sched_delay
+        if delay <= 0:
+            self._main_dirty = True
+        elif self._kick_at <= self.now:
+            self._kick_at = self.now + delay
+            self._push(self._kick_at, _KICK, None)
 
     def _after_events(self, events: bool = True) -> None:
         t = self.now
         cfg = self.cfg
         if events:
-            self._main_dirty = self._bf_dirty = True
+            self._bf_dirty = True
         if (
             self.prio.time_dependent
             and t >= self._next_calc_tick()
@@ -397,6 +420,7 @@ class Simulator:
             self._bf_ran_at = t
 
     _bf_ran_at = -math.inf
+    _kick_at = -math.inf
     _main_ran_at = -math.inf
 
     def _next_calc_tick(self) -> float:
@@ -725,7 +749,7 @@ def _round_end(t: float, res: float) -> float:
 _STATE_FIELDS = (
     "now", "free", "_cursor", "_heap", "_seq", "_pending", "_running", "_ends", "_order", "_min_units",
     "_waiters", "_singleton", "_prio_tick", "_main_dirty", "_bf_dirty",
-    "_full_main_due", "n_backfilled", "_next_id", "_bf_ran_at", "_main_ran_at",
+    "_full_main_due", "n_backfilled", "_next_id", "_bf_ran_at", "_main_ran_at", "_kick_at",
 )
 
 

@@ -1,0 +1,150 @@
+"""The decision service: a policy, the live queue history and a chain's state -> submit the
+successor now or wait. Used in process by the user's watcher and over HTTP by agentd."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mirage.agents import default_model_path, load_policy
+from mirage.agents.common.model_io import ModelError
+from mirage.agents.common.policy import Decision, DecisionContext, Policy
+from mirage.live.history import QueueHistory
+from mirage.observation import ChainState
+from mirage.slurm import SlurmClient
+
+log = logging.getLogger(__name__)
+
+#: Used for ``default`` when the shipped model is not installed (said in every decision).
+FALLBACK_POLICY = "average"
+ACTIONS = {Decision.WAIT: "wait", Decision.SUBMIT: "submit", Decision.SUBMIT_AFTERANY: "afterany"}
+#: Queue features copied into each decision's logged inputs.
+SUMMARY_FEATURES = ("pend_count", "run_count", "pend_units", "run_units", "pend_wait_p50",
+                    "started_count", "started_wait_mean")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used; the message names it and says why."""
+
+
+def resolve_policy(spec: str) -> tuple[Policy, str]:
+    """Load a policy by name or model path; returns it and the name to log. ``default``
+    without the shipped model falls back to :data:`FALLBACK_POLICY`, and the name says so."""
+    spec = spec.strip()
+    if not spec:
+        raise PolicyError("empty policy name")
+    if spec == "default" and not default_model_path().is_file():
+        log.warning("the default model %s is not installed; using %s", default_model_path(),
+                    FALLBACK_POLICY)
+        return load_policy(FALLBACK_POLICY), f"{FALLBACK_POLICY} (default model missing)"
+    looks_like_file = spec.endswith(".zip") or "/" in spec
+    if looks_like_file and not Path(spec).is_file():
+        raise PolicyError(f"policy model {spec}: no such file")
+    try:
+        policy = load_policy(spec)
+    except ModelError as e:
+        raise PolicyError(f"policy model {e}") from None
+    except ValueError as e:
+        raise PolicyError(str(e)) from None
+    except Exception as e:  # a model zip that SB3 cannot read
+        raise PolicyError(f"policy model {spec}: cannot load ({type(e).__name__}: {e})") from None
+    return policy, getattr(policy, "name", spec)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionResult:
+    """One decision and what it was based on."""
+
+    action: str
+    policy: str
+    time: float
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def submit(self) -> bool:
+        return self.action != "wait"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class DecisionService:
+    """Decides for chains from one :class:`QueueHistory`; loaded policies are cached.
+
+    ``allowed``: policy specs this service may load (None: any); agentd sets it so that users
+    cannot make the daemon open arbitrary files.
+    """
+
+    def __init__(
+        self,
+        history: QueueHistory,
+        decision_interval: float,
+        allowed: set[str] | None = None,
+    ) -> None:
+        self.history = history
+        self.decision_interval = float(decision_interval)
+        self.allowed = allowed
+        self._policies: dict[str, tuple[Policy, str]] = {}
+        self._lock = threading.Lock()
+
+    def policy(self, spec: str) -> tuple[Policy, str]:
+        """The policy for ``spec`` (loaded once); raises :class:`PolicyError`."""
+        with self._lock:
+            if spec not in self._policies:
+                if self.allowed is not None and spec not in self.allowed:
+                    raise PolicyError(
+                        f"policy {spec!r} is not served here; allowed: {', '.join(sorted(self.allowed))}"
+                    )
+                policy, name = resolve_policy(spec)
+                shape = getattr(policy, "obs_shape", None)
+                want = (self.history.window + 1, None)
+                if shape is not None and shape[0] != want[0]:
+                    raise PolicyError(
+                        f"policy {spec}: trained with a history window of {shape[0] - 1} "
+                        f"samples, this history keeps {self.history.window}; set "
+                        "history.window to match"
+                    )
+                self._policies[spec] = (policy, name)
+            return self._policies[spec]
+
+    def sample(self, client: SlurmClient, partition: str | None = None) -> None:
+        """Take one queue sample into the history (under the service's lock) and save it."""
+        with self._lock:
+            self.history.sample(client, partition)
+            self.history.save()
+
+    def decide(self, spec: str, chain: ChainState, step: int) -> DecisionResult:
+        """Ask the policy about the chain now; WAIT until the history has a sample."""
+        policy, name = self.policy(spec)
+        now = time.time()
+        inputs: dict[str, Any] = {
+            "now": round(chain.now, 1),
+            "pred_elapsed_s": round(chain.pred_elapsed, 1),
+            "pred_remaining_s": round(chain.pred_remaining, 1),
+            "pred_limit_s": chain.pred_limit,
+            "succ_units": chain.succ_units,
+            "step": step,
+        }
+        builder = self.history.builder
+        if builder is None or not self.history.ready:
+            inputs["note"] = "no queue sample yet"
+            return DecisionResult("wait", name, now, inputs)
+        with self._lock:
+            if step == 0:  # a new predecessor (the policies in use keep no state across)
+                policy.reset()
+            ctx = DecisionContext.from_builder(builder, chain, self.decision_interval, step=step)
+            feats = self.history.latest_features()
+            try:
+                decision = policy.decide(ctx)
+            except ModelError as e:
+                raise PolicyError(str(e)) from None
+        waits = ctx.recent_waits
+        inputs["recent_waits_n"] = int(waits.shape[0])
+        inputs["recent_waits_mean_s"] = round(float(waits.mean()), 1) if waits.shape[0] else 0.0
+        inputs["queue"] = {k: feats[k] for k in SUMMARY_FEATURES if k in feats}
+        inputs["history_samples"] = self.history.samples
+        return DecisionResult(ACTIONS[Decision(decision)], name, now, inputs)

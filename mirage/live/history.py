@@ -1,0 +1,179 @@
+"""The live queue history: Slurm snapshots pushed into the one
+:class:`~mirage.observation.ObservationBuilder`, persisted atomically so a restart keeps it."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mirage.observation import QUEUE_FEATURES, BuilderState, ObservationBuilder
+from mirage.slurm import SlurmClient
+from sim.snapshot import QueueSnapshot
+
+log = logging.getLogger(__name__)
+
+#: Normalisation when the partition has no MaxTime (``INFINITE``): 48 h, LS6's maximum.
+DEFAULT_MAX_LIMIT = 48 * 3600.0
+_VERSION = 1
+
+
+class HistoryError(RuntimeError):
+    """A history file that cannot be used; the message names the file."""
+
+
+class QueueHistory:
+    """A window of queue samples taken every ``sample_interval`` seconds.
+
+    ``total_units`` and ``max_limit`` come from the partition the first time the cluster is
+    sampled (or from a saved history); a history saved for another cluster size is dropped
+    with a warning rather than mixed in.
+    """
+
+    def __init__(
+        self,
+        window: int = 144,
+        sample_interval: float = 600.0,
+        max_limit: float | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.window = int(window)
+        self.sample_interval = float(sample_interval)
+        self.max_limit_override = max_limit
+        self.path = path
+        self.builder: ObservationBuilder | None = None
+        self.last_sample = math.nan
+        self.samples = 0
+
+    # ---- sampling ------------------------------------------------------------------------
+    def _ensure_builder(self, total_units: int, max_limit: float) -> ObservationBuilder:
+        b = self.builder
+        if b is None or b.total_units != total_units or b.max_limit != max_limit:
+            if b is not None:
+                log.warning(
+                    "cluster size changed (%d units, max limit %g s -> %d, %g): history reset",
+                    b.total_units, b.max_limit, total_units, max_limit,
+                )
+            self.builder = ObservationBuilder(
+                total_units, max_limit, window=self.window, sample_interval=self.sample_interval
+            )
+            self.samples = 0
+        return self.builder
+
+    def push(self, snap: QueueSnapshot, max_limit: float) -> np.ndarray:
+        """Add one snapshot; returns its feature row."""
+        row = self._ensure_builder(snap.total_units, max_limit).push(snap)
+        self.last_sample = snap.time
+        self.samples += 1
+        return row
+
+    def due(self, now: float | None = None) -> bool:
+        """Whether the next sample is due."""
+        now = time.time() if now is None else now
+        return math.isnan(self.last_sample) or now - self.last_sample >= self.sample_interval - 0.5
+
+    def sample(self, client: SlurmClient, partition: str | None = None) -> np.ndarray:
+        """Take one sample from Slurm now (raises :class:`SlurmError` when it cannot)."""
+        part = client.partition(partition)
+        max_limit = self.max_limit_override or (
+            float(part.max_time) if part.max_time else DEFAULT_MAX_LIMIT
+        )
+        snap = client.snapshot(partition, max_age=min(self.sample_interval / 2, 60.0))
+        return self.push(snap, max_limit)
+
+    @property
+    def ready(self) -> bool:
+        return self.builder is not None and self.samples > 0
+
+    def latest_features(self) -> dict[str, float]:
+        """The newest sample's features by name (empty before the first sample)."""
+        b = self.builder
+        if b is None or not self.samples:
+            return {}
+        st = b.state()
+        row = st.rows[min(st.filled, b.window) - 1]
+        return {name: round(float(v), 4) for name, v in zip(QUEUE_FEATURES, row)}
+
+    # ---- persistence ---------------------------------------------------------------------
+    def save(self, path: Path | None = None) -> None:
+        """Write the history atomically (temporary file + ``os.replace``)."""
+        path = path or self.path
+        b = self.builder
+        if path is None or b is None:
+            return
+        st = b.state()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(
+                    f,
+                    version=_VERSION,
+                    total_units=b.total_units,
+                    max_limit=b.max_limit,
+                    window=b.window,
+                    sample_interval=b.sample_interval,
+                    last_sample=self.last_sample,
+                    samples=self.samples,
+                    rows=st.rows,
+                    filled=st.filled,
+                    prev_ids=st.prev_ids,
+                    prev_submit=st.prev_submit,
+                    prev_run_ids=st.prev_run_ids,
+                    prev_time=st.prev_time,
+                    start_time=st.start_time,
+                    start_wait=st.start_wait,
+                )
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load(self, path: Path | None = None) -> bool:
+        """Restore a saved history; False when there is none or it does not fit this
+        window and sample interval (then it is ignored with a warning)."""
+        path = path or self.path
+        if path is None or not path.exists():
+            return False
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                d = {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError) as e:
+            raise HistoryError(f"{path}: unreadable queue history ({e})") from e
+        if int(d.get("version", -1)) != _VERSION:
+            log.warning("%s: history of another format version: ignored", path)
+            return False
+        if int(d["window"]) != self.window or float(d["sample_interval"]) != self.sample_interval:
+            log.warning(
+                "%s: history has window %d / interval %g s, config wants %d / %g: ignored",
+                path, int(d["window"]), float(d["sample_interval"]), self.window,
+                self.sample_interval,
+            )
+            return False
+        b = ObservationBuilder(
+            int(d["total_units"]), float(d["max_limit"]), window=self.window,
+            sample_interval=self.sample_interval,
+        )
+        b.set_state(
+            BuilderState(
+                rows=d["rows"].astype(np.float32),
+                filled=int(d["filled"]),
+                prev_ids=d["prev_ids"],
+                prev_submit=d["prev_submit"],
+                prev_run_ids=d["prev_run_ids"],
+                prev_time=float(d["prev_time"]),
+                start_time=d["start_time"],
+                start_wait=d["start_wait"],
+            )
+        )
+        self.builder = b
+        self.last_sample = float(d["last_sample"])
+        self.samples = int(d["samples"])
+        return True

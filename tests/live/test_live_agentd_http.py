@@ -1,0 +1,99 @@
+"""agentd's HTTP endpoint over real HTTP (no Slurm needed): decisions for watchers through
+:class:`RemoteDecider`, errors as 400s, metrics scraped, and SIGHUP-style reloads."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mirage import config
+from mirage.agentd import Agentd
+from mirage.live.decisions import PolicyError
+from mirage.live.remote import AgentdUnavailable, RemoteDecider
+from mirage.observation import ChainState
+from sim.snapshot import QueueSnapshot
+
+CONF = """
+[history]
+state_dir = "{d}"
+sample_interval = 5.0
+window = 6
+[decisions]
+decision_interval = {di}
+default_policy = "average"
+policies = ["average", "reactive"]
+[http]
+port = 0
+"""
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    path = tmp_path / "mirage.toml"
+    path.write_text(CONF.format(d=tmp_path, di=5.0))
+    d = Agentd(config.load(path), CollectorRegistry())
+    # three queue samples in which jobs waited 100 s before starting
+    for i, t in enumerate((1000.0, 1005.0, 1010.0)):
+        pend = [(10 + i, 1, 600.0, 900.0, 900.0)]
+        run = [(10 + k, 1, 600.0, 1000.0 + 5 * k) for k in range(i)]
+        d.history.push(QueueSnapshot.from_rows(t, 16, pend, run), 3600.0)
+    d.server.start()
+    yield d, path
+    d.server.stop()
+
+
+def chain(remaining: float) -> ChainState:
+    return ChainState(now=2000.0, pred_units=1, pred_limit=600.0, pred_submit=1000.0,
+                      pred_start=2000.0 - (600.0 - remaining), succ_units=1, succ_limit=600.0)
+
+
+def post(port: int, body: bytes) -> tuple[int, dict]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/decide", data=body)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_remote_decisions_follow_the_history(daemon):
+    d, _ = daemon
+    remote = RemoteDecider(f"http://127.0.0.1:{d.server.port}")
+    late = remote.decide("average", chain(remaining=50.0), step=3)
+    early = remote.decide("average", chain(remaining=500.0), step=0)
+    assert (late.action, early.action) == ("submit", "wait")
+    assert late.inputs["recent_waits_n"] == 2 and late.inputs["recent_waits_mean_s"] > 50
+    assert late.policy == "average" and "queue" in late.inputs
+    with urllib.request.urlopen(f"http://127.0.0.1:{d.server.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'mirage_decisions_total{action="submit",policy="average"} 1.0' in text
+    assert 'mirage_decisions_total{action="wait",policy="average"} 1.0' in text
+
+
+def test_bad_requests_are_400_with_the_reason(daemon):
+    d, _ = daemon
+    port = d.server.port
+    with pytest.raises(PolicyError, match="not served here"):
+        RemoteDecider(f"http://127.0.0.1:{port}").decide("/etc/passwd", chain(10.0), 0)
+    code, body = post(port, b'{"policy": "average", "chain": {"now": 1}}')
+    assert code == 400 and "chain.pred_units: missing" in body["error"]
+    code, body = post(port, b"not json")
+    assert code == 400
+    with pytest.raises(AgentdUnavailable):
+        RemoteDecider("http://127.0.0.1:9", timeout=2).decide("average", chain(10.0), 0)
+
+
+def test_reload_keeps_the_old_config_when_the_new_one_is_bad(daemon):
+    d, path = daemon
+    path.write_text("[history]\nwindow = -1\n")
+    assert not d.reload() and d.cfg.history.window == 6
+    path.write_text(CONF.format(d=path.parent, di=10.0))
+    assert d.reload() and d.service.decision_interval == 10.0
+    assert d.history.samples == 3  # same window and interval: history kept
+    r = d.metrics.registry
+    assert r.get_sample_value("mirage_config_reloads_total", {"result": "error"}) == 1
+    assert r.get_sample_value("mirage_config_reloads_total", {"result": "ok"}) == 1

@@ -1,0 +1,1 @@
+"""Pieces shared by Mirage's agents: the decision interface and SB3 model plumbing."""

@@ -1,0 +1,32 @@
+"""``dqn``: SB3's DQN with a small MLP over :class:`SummaryExtractor` features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3 import DQN
+
+from mirage.agents.common.extractors import SummaryExtractor
+
+ALGO = DQN
+DEFAULTS: dict[str, Any] = dict(
+    learning_rate=5e-4,
+    buffer_size=100_000,
+    learning_starts=2_000,
+    batch_size=64,
+    gamma=1.0,
+    n_steps=16,
+    train_freq=4,
+    target_update_interval=500,
+    exploration_fraction=0.3,
+    exploration_final_eps=0.02,
+)
+
+
+def policy_kwargs() -> dict[str, Any]:
+    return dict(features_extractor_class=SummaryExtractor, net_arch=[64, 64])
+
+
+def build(env: gym.Env, seed: int, **kwargs: Any) -> DQN:
+    return DQN("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})

@@ -1,0 +1,39 @@
+"""``pg``: a policy-gradient agent; concretely SB3's PPO (clipped actor-critic policy
+gradient) with a small MLP over :class:`SummaryExtractor` features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3 import PPO
+
+from mirage.agents.common.extractors import SummaryExtractor
+
+ALGO = PPO
+DEFAULTS: dict[str, Any] = dict(
+    learning_rate=3e-4, n_steps=1024, batch_size=128, n_epochs=5, gamma=1.0, gae_lambda=0.98,
+    ent_coef=0.0,
+)
+
+
+def policy_kwargs() -> dict[str, Any]:
+    return dict(features_extractor_class=SummaryExtractor, net_arch=[64, 64])
+
+
+def favour_waiting(model: PPO, p_submit: float = 0.02) -> PPO:
+    """Start from a policy that rarely submits (a 50/50 start ends episodes at once)."""
+    import math
+
+    import torch as th
+
+    with th.no_grad():
+        bias = model.policy.action_net.bias
+        bias.zero_()
+        bias[1] = math.log(p_submit / (1 - p_submit))
+    return model
+
+
+def build(env: gym.Env, seed: int, **kwargs: Any) -> PPO:
+    model = PPO("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
+    return favour_waiting(model)

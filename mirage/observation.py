@@ -1,0 +1,304 @@
+"""Mirage's observation: a history of queue summaries plus the chain's own state.
+
+One builder serves the simulator and the live cluster: push a
+:class:`~sim.snapshot.QueueSnapshot` every ``sample_interval`` seconds (default 10 min), then
+call :meth:`ObservationBuilder.observe` with the chain's :class:`ChainState` at a decision.
+
+The observation is a ``(window + 1, N_FEATURES)`` float32 matrix: rows ``0 .. window-1`` are
+the last ``window`` queue samples (oldest first, zero rows before the first sample), the
+last row holds the chain's context (predecessor and successor), zero-padded. Everything is
+normalised by the cluster's size (``total_units``) and its maximum wall-clock limit
+(``max_limit``) so that a model trained on one cluster runs on another:
+
+* counts: ``log1p(n) / log1p(total_units)``;
+* units: fraction of ``total_units``;
+* limits, elapsed and remaining times: fraction of ``max_limit``;
+* waits: ``log1p(hours) / log1p(max_limit in hours)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.snapshot import QueueSnapshot
+
+FEATURE_VERSION = 1
+"""Bumped whenever the meaning or order of a feature changes; stored with every model."""
+
+QUEUE_FEATURES: tuple[str, ...] = (
+    "pend_count",
+    "run_count",
+    "pend_units",
+    "pend_eligible_units",
+    "run_units",
+    "pend_limit_p50",
+    "pend_limit_p90",
+    "pend_wait_p50",
+    "pend_wait_p90",
+    "pend_wait_max",
+    "pend_job_units_p50",
+    "pend_job_units_p90",
+    "run_limit_p50",
+    "run_elapsed_p50",
+    "run_remaining_p10",
+    "run_remaining_p50",
+    "free_in_1h",
+    "free_in_6h",
+    "free_in_24h",
+    "started_count",
+    "started_wait_mean",
+    "started_wait_p50",
+    "started_wait_p90",
+    "started_wait_max",
+)
+"""Per-sample summary features (columns of the history rows)."""
+
+CONTEXT_FEATURES: tuple[str, ...] = (
+    "pred_units",
+    "pred_limit",
+    "pred_started",
+    "pred_wait",
+    "pred_elapsed",
+    "pred_remaining",
+    "pred_remaining_log",
+    "succ_units",
+    "succ_limit",
+)
+"""The chain's own features (the last row of the observation)."""
+
+N_FEATURES = len(QUEUE_FEATURES)
+assert len(CONTEXT_FEATURES) <= N_FEATURES
+
+
+@dataclass(frozen=True, slots=True)
+class ChainState:
+    """What the agent knows about its chain at ``now`` (seconds, the snapshots' clock).
+
+    ``pred_start`` is NaN while the predecessor is still pending.
+    """
+
+    now: float
+    pred_units: int
+    pred_limit: float
+    pred_submit: float
+    pred_start: float
+    succ_units: int
+    succ_limit: float
+
+    @property
+    def pred_elapsed(self) -> float:
+        return 0.0 if math.isnan(self.pred_start) else max(self.now - self.pred_start, 0.0)
+
+    @property
+    def pred_remaining(self) -> float:
+        """Seconds until the predecessor reaches its limit (the agent's view of its end)."""
+        return max(self.pred_limit - self.pred_elapsed, 0.0)
+
+
+@dataclass(slots=True)
+class BuilderState:
+    """A copy of a builder's history, to restore it (e.g. with a simulator snapshot)."""
+
+    rows: np.ndarray
+    filled: int
+    prev_ids: np.ndarray
+    prev_submit: np.ndarray
+    prev_run_ids: np.ndarray
+    prev_time: float
+    start_time: np.ndarray
+    start_wait: np.ndarray
+
+
+def _q(sorted_values: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of an ascending array by the nearest-rank rule (0.0 if empty)."""
+    n = sorted_values.shape[0]
+    if n == 0:
+        return 0.0
+    return float(sorted_values[min(int(q * n), n - 1)])
+
+
+class ObservationBuilder:
+    """Turns queue snapshots into Mirage's normalised history window."""
+
+    def __init__(
+        self,
+        total_units: int,
+        max_limit: float,
+        window: int = 144,
+        sample_interval: float = 600.0,
+        wait_horizon: float = 86400.0,
+    ) -> None:
+        if total_units <= 0:
+            raise ValueError(f"total_units must be positive, got {total_units}")
+        if max_limit <= 0:
+            raise ValueError(f"max_limit must be positive, got {max_limit}")
+        self.total_units = int(total_units)
+        self.max_limit = float(max_limit)
+        self.window = int(window)
+        self.sample_interval = float(sample_interval)
+        self.wait_horizon = float(wait_horizon)
+        self._count_norm = 1.0 / math.log1p(self.total_units)
+        self._wait_norm = 1.0 / math.log1p(self.max_limit / 3600.0)
+        self._rows = np.zeros((self.window, N_FEATURES), np.float32)
+        self._filled = 0
+        self._prev_ids = np.empty(0, np.int64)
+        self._prev_submit = np.empty(0, np.float64)
+        self._prev_run_ids = np.empty(0, np.int64)
+        self._prev_time = math.nan
+        self._start_time = np.empty(0, np.float64)
+        self._start_wait = np.empty(0, np.float64)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Shape of :meth:`observe`'s result."""
+        return (self.window + 1, N_FEATURES)
+
+    def _wait(self, seconds: np.ndarray | float) -> np.ndarray | float:
+        return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
+
+    def recent_waits(self) -> np.ndarray:
+        """Waits (seconds) of jobs seen starting within ``wait_horizon`` of the last sample.
+
+        A job that was pending at the previous sample and runs now waited
+        ``start - submit``; one that appeared and started between two samples is counted
+        with a wait of 0 (a lower bound: it waited less than one sample interval).
+        """
+        return self._start_wait
+
+    def _track_starts(self, snap: QueueSnapshot) -> None:
+        run_ids = snap.run_id
+        if run_ids.shape[0] and not math.isnan(self._prev_time):
+            new = ~np.isin(run_ids, self._prev_run_ids, assume_unique=True)
+            if new.any():
+                ids = run_ids[new]
+                starts = snap.run_start[new]
+                order = np.argsort(self._prev_ids)
+                pos = np.searchsorted(self._prev_ids, ids, sorter=order)
+                pos = np.minimum(pos, max(len(order) - 1, 0))
+                if len(order):
+                    hit = self._prev_ids[order[pos]] == ids
+                    submits = np.where(hit, self._prev_submit[order[pos]], np.nan)
+                else:
+                    submits = np.full(ids.shape, np.nan)
+                waits = np.where(np.isnan(submits), 0.0, starts - submits)
+                self._start_time = np.concatenate([self._start_time, starts])
+                self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])
+        keep = self._start_time >= snap.time - self.wait_horizon
+        if not keep.all():
+            self._start_time = self._start_time[keep]
+            self._start_wait = self._start_wait[keep]
+        self._prev_ids = snap.pend_id.copy()
+        self._prev_submit = snap.pend_submit.copy()
+        self._prev_run_ids = run_ids.copy()
+        self._prev_time = snap.time
+
+    def queue_features(self, snap: QueueSnapshot) -> np.ndarray:
+        """The summary row of one snapshot (does not change the history)."""
+        u = 1.0 / self.total_units
+        lim = 1.0 / self.max_limit
+        row = np.zeros(N_FEATURES, np.float32)
+        pu = snap.pend_units
+        ru = snap.run_units
+        row[0] = math.log1p(pu.shape[0]) * self._count_norm
+        row[1] = math.log1p(ru.shape[0]) * self._count_norm
+        row[2] = pu.sum() * u
+        row[3] = pu[~np.isnan(snap.pend_eligible)].sum() * u
+        row[4] = ru.sum() * u
+        if pu.shape[0]:
+            pl = np.sort(snap.pend_limit)
+            row[5] = _q(pl, 0.5) * lim
+            row[6] = _q(pl, 0.9) * lim
+            pw = np.sort(snap.time - snap.pend_submit)
+            row[7] = self._wait(_q(pw, 0.5))
+            row[8] = self._wait(_q(pw, 0.9))
+            row[9] = self._wait(pw[-1])
+            ps = np.sort(pu)
+            row[10] = _q(ps, 0.5) * u
+            row[11] = _q(ps, 0.9) * u
+        if ru.shape[0]:
+            row[12] = _q(np.sort(snap.run_limit), 0.5) * lim
+            elapsed = snap.time - snap.run_start
+            row[13] = _q(np.sort(elapsed), 0.5) * lim
+            remaining = np.maximum(snap.run_limit - elapsed, 0.0)
+            order = np.argsort(remaining)
+            rem = remaining[order]
+            row[14] = rem[min(int(0.1 * rem.shape[0]), rem.shape[0] - 1)] * lim
+            row[15] = rem[min(int(0.5 * rem.shape[0]), rem.shape[0] - 1)] * lim
+            freed = np.cumsum(ru[order])
+            for col, horizon in ((16, 3600.0), (17, 6 * 3600.0), (18, 24 * 3600.0)):
+                k = int(np.searchsorted(rem, horizon, side="right"))
+                row[col] = (freed[k - 1] if k else 0) * u
+        waits = self._start_wait
+        if waits.shape[0]:
+            sw = np.sort(waits)
+            row[19] = math.log1p(sw.shape[0]) * self._count_norm
+            row[20] = self._wait(float(sw.mean()))
+            row[21] = self._wait(_q(sw, 0.5))
+            row[22] = self._wait(_q(sw, 0.9))
+            row[23] = self._wait(sw[-1])
+        return row
+
+    def push(self, snap: QueueSnapshot) -> np.ndarray:
+        """Add one sample to the history; returns its row."""
+        self._track_starts(snap)
+        row = self.queue_features(snap)
+        if self._filled < self.window:
+            self._rows[self._filled] = row
+            self._filled += 1
+        else:
+            self._rows[:-1] = self._rows[1:]
+            self._rows[-1] = row
+        return row
+
+    def context_row(self, chain: ChainState) -> np.ndarray:
+        """The chain's context features, zero-padded to ``N_FEATURES``."""
+        u = 1.0 / self.total_units
+        lim = 1.0 / self.max_limit
+        started = not math.isnan(chain.pred_start)
+        row = np.zeros(N_FEATURES, np.float32)
+        row[0] = chain.pred_units * u
+        row[1] = chain.pred_limit * lim
+        row[2] = 1.0 if started else 0.0
+        waited = (chain.pred_start if started else chain.now) - chain.pred_submit
+        row[3] = self._wait(waited)
+        row[4] = chain.pred_elapsed * lim
+        row[5] = chain.pred_remaining * lim
+        row[6] = self._wait(chain.pred_remaining)
+        row[7] = chain.succ_units * u
+        row[8] = chain.succ_limit * lim
+        return row
+
+    def observe(self, chain: ChainState) -> np.ndarray:
+        """The observation at a decision: history rows (oldest first) + the context row."""
+        obs = np.zeros(self.shape, np.float32)
+        n = self._filled
+        obs[self.window - n : self.window] = self._rows[:n]
+        obs[self.window] = self.context_row(chain)
+        return obs
+
+    def state(self) -> BuilderState:
+        """A copy of the history (for :meth:`set_state`)."""
+        return BuilderState(
+            rows=self._rows.copy(),
+            filled=self._filled,
+            prev_ids=self._prev_ids,
+            prev_submit=self._prev_submit,
+            prev_run_ids=self._prev_run_ids,
+            prev_time=self._prev_time,
+            start_time=self._start_time,
+            start_wait=self._start_wait,
+        )
+
+    def set_state(self, state: BuilderState) -> None:
+        """Go back to a copy taken by :meth:`state` (arrays are never mutated in place)."""
+        self._rows[:] = state.rows
+        self._filled = state.filled
+        self._prev_ids = state.prev_ids
+        self._prev_submit = state.prev_submit
+        self._prev_run_ids = state.prev_run_ids
+        self._prev_time = state.prev_time
+        self._start_time = state.start_time
+        self._start_wait = state.start_wait

@@ -1,0 +1,104 @@
+"""The observation builder on hand-made queue snapshots."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mirage.observation import (
+    CONTEXT_FEATURES,
+    N_FEATURES,
+    QUEUE_FEATURES,
+    ChainState,
+    ObservationBuilder,
+)
+from sim.snapshot import QueueSnapshot
+
+H = 3600.0
+
+
+def snap(time, total, pending=(), running=()):
+    return QueueSnapshot.from_rows(time, total, pending, running)
+
+
+def col(name: str) -> int:
+    return QUEUE_FEATURES.index(name)
+
+
+def test_shape_and_zero_padding():
+    b = ObservationBuilder(total_units=10, max_limit=48 * H, window=4)
+    b.push(snap(0, 10, running=[(1, 5, 10 * H, 0.0)]))
+    chain = ChainState(600, 1, 48 * H, 0, 0, 1, 48 * H)
+    obs = b.observe(chain)
+    assert obs.shape == (5, N_FEATURES) == b.shape
+    assert obs.dtype == np.float32
+    assert not obs[:3].any()  # three empty history rows before the single sample
+    assert obs[3, col("run_units")] == pytest.approx(0.5)
+    assert obs[4, CONTEXT_FEATURES.index("pred_remaining")] == pytest.approx(
+        (48 * H - 600) / (48 * H)
+    )
+
+
+def test_history_rolls_oldest_first():
+    b = ObservationBuilder(total_units=10, max_limit=H, window=3)
+    for i in range(5):
+        b.push(snap(i * 600, 10, running=[(j, 1, H, 0.0) for j in range(i + 1)]))
+    obs = b.observe(ChainState(3000, 1, H, 0, math.nan, 1, H))
+    assert list(obs[:3, col("run_units")]) == pytest.approx([0.3, 0.4, 0.5])
+
+
+def test_normalisation_is_cluster_size_and_limit_free():
+    """The same queue on a cluster twice as big, with limits twice as long, gives the same
+    fractions: what lets a model trained on one cluster run on another."""
+
+    def queue(scale):
+        pend = [(10 + i, 2 * scale, 4 * H * scale, -H * i, -H * i) for i in range(3)]
+        run = [(i, 3 * scale, 8 * H * scale, -2 * H * scale) for i in range(4)]
+        return snap(0.0, 20 * scale, pend, run)
+
+    a = ObservationBuilder(20, 48 * H).queue_features(queue(1))
+    b = ObservationBuilder(40, 96 * H).queue_features(queue(2))
+    for name in ("pend_units", "run_units", "pend_limit_p50", "run_elapsed_p50",
+                 "run_remaining_p50", "pend_job_units_p90"):
+        assert a[col(name)] == pytest.approx(b[col(name)]), name
+        assert a[col(name)] > 0
+
+
+def test_free_unit_profile():
+    run = [(1, 2, 10 * H, 0.0), (2, 3, 10 * H, -9.5 * H), (3, 5, 10 * H, -5 * H)]
+    row = ObservationBuilder(10, 48 * H).queue_features(snap(0.0, 10, running=run))
+    assert row[col("free_in_1h")] == pytest.approx(0.3)
+    assert row[col("free_in_6h")] == pytest.approx(0.8)
+    assert row[col("free_in_24h")] == pytest.approx(1.0)
+
+
+def test_started_waits_from_consecutive_snapshots():
+    b = ObservationBuilder(10, 48 * H, wait_horizon=2 * H)
+    b.push(snap(0.0, 10, pending=[(7, 1, H, -3 * H, -3 * H), (8, 1, H, -H, -H)]))
+    # job 7 started at 300 s after waiting 3 h + 300 s; job 9 arrived and started unseen
+    b.push(snap(600.0, 10, pending=[(8, 1, H, -H, -H)],
+                running=[(7, 1, H, 300.0), (9, 1, H, 500.0)]))
+    assert sorted(b.recent_waits()) == pytest.approx([0.0, 3 * H + 300])
+    b.push(snap(600.0 + 3 * H, 10))
+    assert b.recent_waits().shape == (0,)  # both starts left the 2 h horizon
+
+
+def test_state_roundtrip():
+    b = ObservationBuilder(10, 48 * H, window=4)
+    chain = ChainState(0, 1, H, 0, math.nan, 1, H)
+    b.push(snap(0.0, 10, pending=[(1, 2, H, 0.0, 0.0)]))
+    saved = b.state()
+    before = b.observe(chain)
+    b.push(snap(600.0, 10, running=[(1, 2, H, 300.0)]))
+    assert not np.array_equal(before, b.observe(chain))
+    b.set_state(saved)
+    assert np.array_equal(before, b.observe(chain))
+
+
+def test_rejects_bad_scales():
+    with pytest.raises(ValueError, match="total_units"):
+        ObservationBuilder(0, H)
+    with pytest.raises(ValueError, match="max_limit"):
+        ObservationBuilder(10, 0)

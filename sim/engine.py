@@ -274,7 +274,13 @@ class Simulator:
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, blob: bytes) -> None:
-        """Return to a state taken by :meth:`snapshot` of this simulator."""
+        """Return to a state taken by :meth:`snapshot` (of this or another simulator over
+        the same trace and config, e.g. in a worker process).
+
+        The finished-job log is not part of a snapshot: restoring truncates this
+        simulator's log to the snapshot's length, and a simulator whose log is shorter (a
+        fresh one, or one restored to an earlier point) simply lacks the records of jobs
+        that finished before the snapshot."""
         state = pickle.loads(blob)
         n = state.pop("_log_len")
         self.prio.fairshare = state.pop("_fairshare")

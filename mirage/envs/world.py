@@ -19,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mirage.observation import BuilderState, ObservationBuilder
+from sim.data import LS6_SIMULATED_NODES
 from sim.traces.model import Trace
 
 PAPER_SPLITS_LS6 = {
@@ -27,9 +28,8 @@ PAPER_SPLITS_LS6 = {
 }
 """The Mirage paper's train/validation months for the LS6 trace (dates, UTC)."""
 
-LS6_TOTAL_UNITS = 72
-"""Nodes to simulate the LS6 A100 log with when none is given: the sacct log does not say,
-and 72 reproduces its recorded waits best (see docs/mirage-agents.md)."""
+LS6_TOTAL_UNITS = LS6_SIMULATED_NODES
+"""Nodes to simulate the LS6 A100 log with when none is given (one value, in sim.data)."""
 
 GENERIC_SPLITS = {"train": (0.10, 0.75), "validation": (0.80, 0.95)}
 """Fractions of a trace's span when it has no dated split."""

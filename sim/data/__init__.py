@@ -13,6 +13,10 @@ DEFAULT_TRACE = "ls6-a100-2023-01.log.gz"
 #: Lonestar6's gpu-a100 partition has 84 nodes (TACC's LS6 user guide); the full trace's
 #: peak concurrent use from recorded starts/ends is 80 nodes (also in this slice).
 LS6_A100_NODES = 84
+#: Nodes to *simulate* the LS6 log with: the simulator models no down or reserved nodes, and
+#: with 72 it reproduces the log's recorded waits best (64 makes Feb-Mar queues explode,
+#: 84 empties them; calibration in docs/mirage-agents.md). Replay and Mirage both use it.
+LS6_SIMULATED_NODES = 72
 
 
 def default_trace_path() -> Path:
@@ -21,5 +25,5 @@ def default_trace_path() -> Path:
 
 
 def default_total_units() -> int:
-    """Machine size for the default trace, in its unit (nodes)."""
-    return LS6_A100_NODES
+    """Machine size to simulate the default trace with, in its unit (nodes)."""
+    return LS6_SIMULATED_NODES

@@ -199,3 +199,4 @@ def test_batch_submissions_wait_for_batch_sched_delay_or_backfill():
     sim = Simulator(make_trace([(1, 50, 100, 2)], total=10), cfg)
     sim.run()
     assert starts(sim)[1] == 2.0 and sim.records[0].backfill  # the backfill tick came first
+

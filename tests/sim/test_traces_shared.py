@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.data import default_total_units, default_trace_path
+from sim.data import LS6_A100_NODES, default_total_units, default_trace_path
 from sim.traces import TraceError, read_trace
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -122,15 +122,15 @@ def test_embedded_default_trace():
     assert "CC BY 4.0" in (path.parent / "README.md").read_text()
     trace = read_trace(path, total_units=default_total_units())
     check_invariants(trace)
-    assert trace.fmt == "sacct" and trace.unit == "nodes" and trace.total_units == 84
+    assert trace.fmt == "sacct" and trace.unit == "nodes" and trace.total_units == default_total_units() == 72
     assert len(trace) == 4157 and trace.warnings == []
     assert 27 < trace.submit[-1] / 86400 < 28
-    # recorded schedule never used more nodes than the machine has
+    # the recorded schedule never used more nodes than the partition physically has
     ends = trace.recorded_start + trace.runtime
     t = np.concatenate([trace.recorded_start, ends])
     d = np.concatenate([trace.units, -trace.units])
     o = np.lexsort((d, t))
-    assert np.cumsum(d[o]).max() <= default_total_units()
+    assert np.cumsum(d[o]).max() <= LS6_A100_NODES
 
 
 def test_embedded_matches_the_shared_original():

@@ -12,6 +12,7 @@ demo: setup
 
 lint: setup
 	.venv/bin/ruff check sim mirage themis tests bench scripts
+	.venv/bin/mypy sim themis
 
 test: setup lint
 	$(PY) -m pytest -q -ra

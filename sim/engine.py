@@ -16,6 +16,7 @@ import pickle
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,32 @@ class _Job:
         "submit", "begin", "deps", "part", "tier", "static", "exit_code", "state",
         "eligible", "accrue", "start", "end", "prio", "key", "backfill", "has_singleton",
     )
+
+    id: int
+    seq: int
+    tidx: int
+    units: int
+    limit: float
+    runtime: float
+    user: int
+    group: int
+    name: str
+    submit: float
+    begin: float | None
+    deps: list[Dependency]
+    has_singleton: bool
+    part: str
+    tier: int
+    static: float
+    exit_code: int
+    state: JobState
+    eligible: float
+    accrue: float
+    start: float
+    end: float
+    prio: int
+    key: tuple[int, int, int]
+    backfill: bool
 
     def sort_key(self) -> tuple[int, int, int]:
         return self.key
@@ -119,7 +146,7 @@ class Simulator:
         self.now = 0.0
         self.free = self.total_units
         self._cursor = 0  # next trace job to arrive
-        self._heap: list[tuple[float, int, int, object]] = []
+        self._heap: list[tuple[float, int, int, Any]] = []  # payload: a _Job, or None for kicks
         self._seq = 0
         self._pending: dict[int, _Job] = {}
         self._running: dict[int, _Job] = {}
@@ -304,7 +331,7 @@ class Simulator:
         return len(self._running)
 
     # ------------------------------------------------------------------ event loop
-    def _push(self, t: float, kind: int, payload: object) -> None:
+    def _push(self, t: float, kind: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, kind, self._seq, payload))
 
@@ -538,6 +565,7 @@ class Simulator:
                     return False, None
             return True, None
         target = d.target
+        assert target is not None  # every kind but singleton names a job
         pos = self._fin_pos.get(target)
         fin = None if pos is None else self._log[pos]
         if d.kind == "after":

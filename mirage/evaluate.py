@@ -108,8 +108,13 @@ def evaluate(
     finally:
         _WORLD = None
         bar.close()
-    rows.sort(key=lambda r: (list(map(agent_label, specs)).index(r["agent"]), r["t0"]))
-    return rows
+    return order_rows(rows, specs)
+
+
+def order_rows(rows: list[dict[str, Any]], specs: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows by agent (in ``specs`` order), then start time: the table's order."""
+    labels = list(map(agent_label, specs))
+    return sorted(rows, key=lambda r: (labels.index(r["agent"]), r["t0"]))
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -238,7 +243,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--decision-interval", type=float, default=600.0)
     p.add_argument("--out", default="eval-results", help="output folder")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--slurm-array", type=int, default=None, metavar="N",
+                   help="run the episodes as N shards of one Slurm array job, then merge")
+    p.add_argument("--sbatch-option", action="append", default=[], metavar="K=V",
+                   help="extra sbatch option for the array, e.g. time=2:00:00 (repeatable)")
+    p.add_argument("--slurm-poll", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds between polls of the array's state (default 10)")
+    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # I/N: one array task
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    from mirage import eval_array
+
+    shard = None
+    try:
+        if args.shard is not None:
+            shard = eval_array.parse_shard(args.shard)
+        sbatch_options = eval_array.parse_sbatch_options(args.sbatch_option)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.slurm_array is not None and shard is None:
+        if not 1 <= args.slurm_array <= args.episodes:
+            p.error(f"--slurm-array: expected 1 .. --episodes ({args.episodes}) shards, "
+                    f"got {args.slurm_array}")
+        if args.slurm_poll <= 0:
+            p.error("--slurm-poll must be positive")
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     if "reactive" not in specs:
         specs.insert(0, "reactive")
@@ -262,15 +290,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     chain = chain_spec(args).resolved(world.max_limit)
     rng = np.random.default_rng(args.seed)
     starts = [world.sample_start(args.split, rng) for _ in range(args.episodes)]
-    rows = evaluate(world, specs, chain, starts, jobs=args.jobs,
-                    decision_interval=args.decision_interval, progress=not args.no_progress)
+    if shard is not None:
+        mine = [starts[k] for k in eval_array.shard_indices(len(starts), shard[1], shard[0])]
+        rows = evaluate(world, specs, chain, mine, jobs=args.jobs,
+                        decision_interval=args.decision_interval)
+        eval_array.write_shard(Path(args.out), *shard, mine, rows)
+        return 0
+    if args.slurm_array is not None:
+        from mirage.slurm import SlurmError, get_client
+
+        out = Path(args.out).resolve()
+        try:
+            rows = eval_array.run_array(
+                get_client(min_interval=args.slurm_poll),
+                [sys.executable, "-m", "mirage.evaluate", *argv], starts, args.slurm_array,
+                out / "shards", sbatch_options, args.slurm_poll, not args.no_progress)
+        except (SlurmError, eval_array.ArrayError) as exc:
+            print(f"mirage eval: {exc}", file=sys.stderr)
+            return 1
+        rows = order_rows(rows, specs)
+    else:
+        rows = evaluate(world, specs, chain, starts, jobs=args.jobs,
+                        decision_interval=args.decision_interval,
+                        progress=not args.no_progress)
     agents = [agent_label(s) for s in specs]
     summary = summarise(rows, agents)
     meta = {
         "trace": Path(args.trace).name, "split": args.split, "episodes": args.episodes,
         "seed": args.seed, "agents": agents, "total_units": world.total_units,
         "chain": asdict(chain), "decision_interval": args.decision_interval,
-        "command": "mirage eval " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "mirage eval " + " ".join(argv),
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
     }
     write_results(Path(args.out), rows, summary, meta)
@@ -278,3 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"results in {args.out}/ (episodes.csv, summary.json, summary.md, gap_cdf.png)",
           file=sys.stderr)
     return 0
+
+
+if __name__ == "__main__":  # the tasks of a --slurm-array run
+    raise SystemExit(main())

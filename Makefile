@@ -12,7 +12,7 @@ demo: setup
 
 lint: setup
 	.venv/bin/ruff check sim mirage themis tests bench scripts
-	.venv/bin/mypy sim themis
+	.venv/bin/mypy sim mirage themis
 
 test: setup lint
 	$(PY) -m pytest -q -ra

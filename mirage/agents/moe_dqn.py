@@ -41,7 +41,7 @@ class MoEQNetwork(QNetwork):
 
     def __init__(self, *args: Any, n_experts: int = 4, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.q_net = GatedMoE(
+        self.q_net = GatedMoE(  # type: ignore[assignment]  # SB3 annotates q_net as Sequential
             self.features_dim, int(self.action_space.n), n_experts, list(self.net_arch)
         )
 

@@ -3,7 +3,7 @@ gradient) with a small MLP over :class:`SummaryExtractor` features."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from stable_baselines3 import PPO
@@ -28,7 +28,7 @@ def favour_waiting(model: PPO, p_submit: float = 0.02) -> PPO:
     import torch as th
 
     with th.no_grad():
-        bias = model.policy.action_net.bias
+        bias = cast(th.Tensor, model.policy.action_net.bias)
         bias.zero_()
         bias[1] = math.log(p_submit / (1 - p_submit))
     return model

@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ def _fmt_time(t: float | None) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     store = _open(args)
     try:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for c in store.chains():
             segs = store.segments(c.id)
             done = sum(1 for s in segs if s.status == ENDED)
@@ -271,7 +271,7 @@ def cmd_wait_prev(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"submit": cmd_submit, "list": cmd_list, "status": cmd_status,
+COMMANDS: dict[str, Callable[..., int]] = {"submit": cmd_submit, "list": cmd_list, "status": cmd_status,
             "cancel": cmd_cancel, "watch": cmd_watch, "wait-prev": cmd_wait_prev}
 
 

@@ -57,7 +57,7 @@ def reconcile(store: ChainStore, client: SlurmClient, chain_id: str, now: float)
                 store.record_submitted(chain_id, seg.idx, job.id, job.submit)
                 store.event(chain_id, f"segment {seg.idx}: adopted job {job.id} after restart")
                 out.adopted.append(seg.idx)
-                keep = job.id
+                keep: int | None = job.id
             elif now - seg.intent_at > INTENT_GRACE:
                 raise ReconcileError(
                     f"segment {seg.idx}: submission intended at {seg.intent_at:.0f} but Slurm "

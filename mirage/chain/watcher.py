@@ -106,8 +106,12 @@ def watch(root: Path, chain_id: str, stop: threading.Event | None = None,
         s = settings_of(chain.settings)
         with chain_lock(root, chain_id):
             client = client or client_for(s)
-            service = None if s["agentd_url"] else _local_service(root, s)
-            decider: Decider = RemoteDecider(s["agentd_url"]) if s["agentd_url"] else service
+            service: DecisionService | None = None
+            decider: Decider
+            if s["agentd_url"]:
+                decider = RemoteDecider(s["agentd_url"])
+            else:
+                service = decider = _local_service(root, s)
             driver = ChainDriver(store, client, decider,
                                  decision_interval=float(s["decision_interval"]),
                                  poll_age=max(float(s["poll_interval"]) / 2, 0.0))

@@ -11,7 +11,7 @@ node-hours) * reward_scale``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -67,7 +67,7 @@ class ChainEnv(gym.Env):
         elif isinstance(trace, (list, tuple)):
             self.worlds = list(trace)
         else:
-            self.worlds = [get_world(trace, **(world_kwargs or {}))]
+            self.worlds = [get_world(cast("str | Trace", trace), **(world_kwargs or {}))]
         shapes = {w.new_builder().shape for w in self.worlds}
         if len(shapes) != 1:
             raise ValueError(f"worlds differ in observation shape: {sorted(shapes)}")

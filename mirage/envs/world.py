@@ -120,8 +120,8 @@ def split_ranges(
     dated.update(overrides or {})
     for key, (a, b) in GENERIC_SPLITS.items():
         out[key] = (a * span, b * span)
-    for key, (a, b) in dated.items():
-        out[key] = (_date_to_rel(a, trace.start_epoch), _date_to_rel(b, trace.start_epoch))
+    for key, (d0, d1) in dated.items():
+        out[key] = (_date_to_rel(d0, trace.start_epoch), _date_to_rel(d1, trace.start_epoch))
     for key, (a, b) in out.items():
         if not (0 <= a < b):
             raise ValueError(f"split {key!r} range {a:.0f}..{b:.0f} s is empty or before t=0")

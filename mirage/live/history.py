@@ -63,6 +63,7 @@ class QueueHistory:
                 total_units, max_limit, window=self.window, sample_interval=self.sample_interval
             )
             self.samples = 0
+        assert self.builder is not None
         return self.builder
 
     def push(self, snap: QueueSnapshot, max_limit: float) -> np.ndarray:

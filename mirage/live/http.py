@@ -28,7 +28,7 @@ def chain_state_from(data: Any) -> ChainState:
     """A ChainState from JSON, with a clear error for a missing or bad field."""
     if not isinstance(data, dict):
         raise ValueError("'chain' must be an object")
-    values = {}
+    values: dict[str, Any] = {}
     for name in ChainState.__dataclass_fields__:
         if name not in data:
             raise ValueError(f"chain.{name}: missing")

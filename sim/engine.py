@@ -1,9 +1,12 @@
 """The discrete-event Slurm simulator.
 
 Events live on one heap ordered by ``(time, kind, seq)``. At equal times the documented tie
-order is: job ends first (they free units), then submissions (trace order, then injected
-jobs in call order), then eligibility timers (``--begin``, ``after:ID+min``), then the
-priority recalculation, then the main scheduler, then the backfill scheduler. Scheduler
+order is: submissions (trace order, then injected jobs in call order), then eligibility
+timers (``--begin``, ``after:ID+min``), then the delayed main-scheduler run for batch
+submissions, then the backfill scheduler, then job ends, then the priority recalculation and
+the main scheduler. The backfill pass of a second thus sees that second's submissions but not
+its job ends (real Slurm's backfill loop sees a job end a pass later; the main scheduler sees
+it at once). Scheduler
 passes are skipped when they cannot change anything (nothing happened since the last one,
 or no eligible pending job fits in the free units); the outcome is the same as running them.
 """
@@ -28,7 +31,7 @@ from sim.profile import Profile
 from sim.snapshot import QueueSnapshot
 from sim.traces.model import Trace
 
-_END, _SUBMIT, _TIMER, _KICK = 0, 1, 2, 3
+_SUBMIT, _TIMER, _KICK, _END = 0, 1, 2, 3
 _NAN = math.nan
 
 
@@ -375,7 +378,38 @@ class Simulator:
             self.now = t
             events = False
             submitted = False
-            # 1. job ends
+            # 1. submissions: trace jobs, then injected ones
+            while self._cursor < n and submit_times[self._cursor] == t:
+                self._arrive(self._trace_job(self._cursor))
+                self._cursor += 1
+                submitted = True
+            while heap and heap[0][0] == t and heap[0][1] == _SUBMIT:
+                self._arrive(heapq.heappop(heap)[3])
+                submitted = True
+            if submitted:
+                events = True
+                self._after_submissions()
+            # 2. timers
+            while heap and heap[0][0] == t and heap[0][1] == _TIMER:
+                job = heapq.heappop(heap)[3]
+                if job.id in self._pending:
+                    self._check_eligible(job)
+                events = True
+                self._main_dirty = True
+            # 3. the delayed main-scheduler run for batch submissions
+            while heap and heap[0][0] == t and heap[0][1] == _KICK:
+                heapq.heappop(heap)
+                events = True
+                self._main_dirty = True
+            # 4. the backfill loop: it sees this second's submissions, not its job ends
+            if bf and t % bf_int == 0 and self._bf_ran_at != t:
+                self._bf_ran_at = t
+                if self._bf_dirty or events:
+                    if self._can_any_start():
+                        self._backfill_pass()
+                    self._bf_dirty = False
+                    events = False
+            # 5. job ends
             while heap and heap[0][0] == t and heap[0][1] == _END:
                 _, _, _, job = heapq.heappop(heap)
                 if job.runtime >= 0 and job.id in self._running:  # not cancelled
@@ -387,29 +421,6 @@ class Simulator:
                     else:
                         state = JobState.COMPLETED
                     self._release(job, state)
-                events = True
-                self._main_dirty = True
-            # 2. submissions: trace jobs, then injected ones
-            while self._cursor < n and submit_times[self._cursor] == t:
-                self._arrive(self._trace_job(self._cursor))
-                self._cursor += 1
-                submitted = True
-            while heap and heap[0][0] == t and heap[0][1] == _SUBMIT:
-                self._arrive(heapq.heappop(heap)[3])
-                submitted = True
-            if submitted:
-                events = True
-                self._after_submissions()
-            # 3. timers
-            while heap and heap[0][0] == t and heap[0][1] == _TIMER:
-                job = heapq.heappop(heap)[3]
-                if job.id in self._pending:
-                    self._check_eligible(job)
-                events = True
-                self._main_dirty = True
-            # 4. the delayed main-scheduler run for batch submissions
-            while heap and heap[0][0] == t and heap[0][1] == _KICK:
-                heapq.heappop(heap)
                 events = True
                 self._main_dirty = True
             self._after_events(events)
@@ -446,11 +457,6 @@ class Simulator:
                 self._main_pass(len(self._order))
             self._full_main_due = False
             self._main_ran_at = t
-        if cfg.backfill and self._bf_dirty and t % cfg.bf_interval == 0 and self._bf_ran_at != t:
-            if self._can_any_start():
-                self._backfill_pass()
-            self._bf_dirty = False
-            self._bf_ran_at = t
 
     _bf_ran_at = -math.inf
     _kick_at = -math.inf

@@ -31,6 +31,23 @@ def test_backfill_fills_a_hole_but_never_delays_the_reservation():
     assert bf[3] and not bf[2]
 
 
+def test_backfill_sees_a_job_end_one_pass_later_the_main_scheduler_at_once():
+    # 10 nodes, all busy: job 1 (6 nodes) ends at t=60, a backfill tick; job 2 (4 nodes)
+    # holds its share until its limit, 300. Job 3 wants all 10 (reserved for t=300) and
+    # blocks the main scheduler; job 4 (6 nodes, limit 100) fits the hole, but the backfill
+    # pass of t=60 runs before that second's job ends (as Slurm 22.05's loop does), so job 4
+    # starts at the next tick, t=90.
+    rows = [(0, 60, 60, 6), (0, 200, 300, 4), (1, 10, 100, 10), (2, 10, 100, 6)]
+    sim = Simulator(make_trace(rows))
+    sim.run()
+    s = starts(sim)
+    assert s[4] == 90.0 and s[3] == 200.0  # job 2 ends early, at 200
+    # Without job 3 in the way, the main scheduler starts job 4 in the very second job 1 ends.
+    sim = Simulator(make_trace([rows[0], rows[1], rows[3]]))
+    sim.run()
+    assert starts(sim)[3] == 60.0
+
+
 def test_without_backfill_the_main_scheduler_keeps_strict_order():
     sim = Simulator(make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2)]), BUILTIN)
     sim.run()

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from sim import _backfill
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
 from sim.job import JobSpec, JobState
 from sim.priority import PriorityModel
-from sim.profile import Profile
 from sim.snapshot import QueueSnapshot
 from sim.traces.model import Trace
 
@@ -72,6 +72,9 @@ class _Job:
 
     def sort_key(self) -> tuple[int, int, int]:
         return self.key
+
+
+_backfill.register(_Job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +159,14 @@ class Simulator:
         self._ends: list[tuple[float, int, int]] = []  # (rounded expected end, seq, units), sorted
         self._order: list[_Job] = []  # eligible pending jobs by (tier, priority, seq)
         self._min_units: list[tuple[int, int, int]] = []  # heap of (units, seq, id), lazy
+        self._minu = -1  # its valid minimum, cached; -1 when unknown
         self._waiters: dict[int, list[_Job]] = {}  # target id -> jobs whose deps name it
         self._singleton: dict[tuple[int, str], list[_Job]] = {}
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
         self._fin_pos: dict[int, int] = {}  # job id -> index in _log
         self._prio_tick = -math.inf
+        # the next PriorityCalcPeriod tick (due at once when priorities are time dependent)
+        self._calc_next = -math.inf if self.prio.time_dependent else math.inf
         self._main_dirty = False
         self._bf_dirty = False
         self._full_main_due = False
@@ -287,14 +293,7 @@ class Simulator:
         if math.isnan(job.eligible):
             return None
         self._refresh_priorities()
-        prof = self._profile()
-        for other in self._order:
-            t = prof.earliest(other.units, other.limit)
-            if other is job:
-                return t
-            if t is not None:
-                prof.reserve(t, other.limit, self._reserved_units(other.units))
-        return None
+        return _backfill.estimate(self._order, self._order.index(job), *self._map_args())
 
     def snapshot(self) -> bytes:
         """The whole mutable state, cheaply (O(live jobs)); see :meth:`restore`."""
@@ -354,9 +353,9 @@ class Simulator:
                 ts = submit_times[self._cursor]
                 if ts < t:
                     t = float(ts)
-            # periodic passes that could change something
-            can_start = self._can_any_start()
-            if can_start:
+            # periodic passes that could change something (_can_any_start, inlined)
+            free = self.free
+            if free > 0 and free >= (self._minu if self._minu >= 0 else self._min_pending_units()):
                 if bf and self._bf_dirty:
                     tb = math.ceil(self.now / bf_int) * bf_int
                     if tb <= self.now and self._bf_ran_at == self.now:
@@ -370,9 +369,9 @@ class Simulator:
                     if tm < t:
                         t = tm
                 if time_dep:
-                    tc = max(self._next_calc_tick(), self.now)
+                    tc = self._calc_next
                     if tc < t:
-                        t = tc
+                        t = tc if tc > self.now else self.now
             if t > until or t == math.inf:
                 return
             self.now = t
@@ -441,19 +440,20 @@ class Simulator:
         cfg = self.cfg
         if events:
             self._bf_dirty = True
-        if (
-            self.prio.time_dependent
-            and t >= self._next_calc_tick()
-            and self._can_any_start()
-            and self._refresh_priorities()
-        ):
+        full_main = self._full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
+        if not (self._main_dirty or full_main or t >= self._calc_next):
+            return  # nothing due
+        can_start = self._can_any_start()
+        if can_start and t >= self._calc_next and self._refresh_priorities():
             self._bf_dirty = True
             self._full_main_due = True
-        if self._main_dirty and self._can_any_start():
+            full_main = cfg.sched_interval > 0 and t % cfg.sched_interval == 0
+        if self._main_dirty and can_start:
             self._main_pass(cfg.default_queue_depth)
+            can_start = self._can_any_start()
         self._main_dirty = False
-        if self._full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0:
-            if self._can_any_start():
+        if full_main:
+            if can_start:
                 self._main_pass(len(self._order))
             self._full_main_due = False
             self._main_ran_at = t
@@ -461,11 +461,6 @@ class Simulator:
     _bf_ran_at = -math.inf
     _kick_at = -math.inf
     _main_ran_at = -math.inf
-
-    def _next_calc_tick(self) -> float:
-        if self._prio_tick == -math.inf:
-            return self.now
-        return (math.floor(self._prio_tick / self.cfg.calc_period) + 1) * self.cfg.calc_period
 
     # ------------------------------------------------------------------ job lifecycle
     def _new_job(
@@ -553,6 +548,8 @@ class Simulator:
         insort(self._order, job, key=_Job.sort_key)
         h = self._min_units
         heapq.heappush(h, (job.units, job.seq, job.id))
+        if job.units < self._minu:
+            self._minu = job.units
         if len(h) > 2 * len(self._order) + 64:  # drop entries of jobs no longer waiting
             self._min_units = [(j.units, j.seq, j.id) for j in self._order]
             heapq.heapify(self._min_units)
@@ -603,6 +600,7 @@ class Simulator:
         if self.free < 0:
             raise AssertionError(f"over-allocation starting job {job.id}")
         del self._pending[job.id]
+        self._minu = -1
         self._running[job.id] = job
         end = now + min(job.runtime, job.limit)
         job.end = end
@@ -648,6 +646,7 @@ class Simulator:
 
     def _remove_pending(self, job: _Job) -> None:
         del self._pending[job.id]
+        self._minu = -1
         if not math.isnan(job.eligible):
             self._order.remove(job)
 
@@ -662,15 +661,20 @@ class Simulator:
 
     # ------------------------------------------------------------------ scheduling
     def _min_pending_units(self) -> int:
+        """Units of the smallest eligible pending job (cached until a pending job leaves)."""
+        if self._minu >= 0:
+            return self._minu
         h = self._min_units
         pending = self._pending
         while h:
             units, seq, jid = h[0]
             job = pending.get(jid)
             if job is not None and job.seq == seq and not math.isnan(job.eligible):
+                self._minu = units
                 return units
             heapq.heappop(h)
-        return 1 << 62
+        self._minu = 1 << 62
+        return self._minu
 
     def _can_any_start(self) -> bool:
         return self.free > 0 and self.free >= self._min_pending_units()
@@ -684,26 +688,13 @@ class Simulator:
         if tick <= self._prio_tick:
             return False
         self._prio_tick = tick
+        self._calc_next = tick + period
         model = self.prio
         model.begin_tick(tick)
-        cfg = self.cfg
-        w_age, max_age, w_fs = model.w_age, cfg.max_age, model.w_fairshare
-        fs = model.fairshare_list()
-        n_fs = len(fs)
-        old = self._order[:]
-        for job in old:  # the eligible pending jobs; inlined PriorityModel.priority
-            p = job.static
-            if w_age:
-                age = tick - job.accrue
-                if age > 0:
-                    p += w_age * (age / max_age if age < max_age else 1.0)
-            if w_fs:
-                p += w_fs * (fs[job.user] if job.user < n_fs else 1.0)
-            prio = int(p)
-            job.prio = prio if prio > 1 else 1
-            job.key = (-job.tier, -job.prio, job.seq)
-        self._order.sort(key=_Job.sort_key)
-        return old != self._order
+        return _backfill.refresh(
+            self._order, tick, float(model.w_age), float(self.cfg.max_age),
+            float(model.w_fairshare), model.fairshare_factors,
+        )
 
     def _main_pass(self, depth: int) -> None:
         """Strict priority order: start what fits; a job that does not fit blocks its
@@ -729,52 +720,28 @@ class Simulator:
             for job in jobs:
                 self._start(job, backfill=False)
 
-    def _profile(self) -> Profile:
+    def _map_args(self) -> tuple[float, int, list[tuple[float, int, int]], float, float, int, int]:
+        """The backfill map's inputs (sim/_backfill.c): now, free units, running jobs'
+        expected ends, horizon (``bf_window``), resolution, units per node, cluster size.
+        Slurm's map is kept per node, so on a CPU-counted cluster a future reservation holds
+        whole nodes (``units per node`` > 1)."""
         now = self.now
-        return Profile(now, self.free, self._ends, now + self.cfg.bf_window, max(self.cfg.bf_resolution, 1.0))
-
-    def _reserved_units(self, units: int) -> int:
-        """Units a future reservation takes: Slurm's backfill map is kept per node, so on a
-        CPU-counted cluster a reservation holds whole nodes."""
-        per_node = self._cpus_per_node
-        if per_node <= 1:
-            return units
-        return min(-(-units // per_node) * per_node, self.total_units)
+        return (
+            now, self.free, self._ends, now + self.cfg.bf_window,
+            max(self.cfg.bf_resolution, 1.0), self._cpus_per_node, self.total_units,
+        )
 
     def _backfill_pass(self) -> None:
-        """Slurm's backfill: walk the queue in priority order, start every job that fits
-        now without delaying the reservation of any job before it, reserve the others."""
+        """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
+        every job that fits now without delaying the reservation of any job before it, and
+        reserve the others (sim/_backfill.c)."""
         self._refresh_priorities()
-        order = self._order[: self.cfg.bf_max_job_test]
-        if not order:
-            return
-        prof = self._profile()
-        now = self.now
-        free0 = self.free
-        fits = prof.fits_now
-        # Reservations only take units away, so a job that cannot start on the map of
-        # running jobs alone cannot start in this pass; past the last job that can, the
-        # pass changes nothing and stops (the outcome is the same as Slurm's full walk).
-        last = -1
-        for i, job in enumerate(order):
-            if job.units <= free0 and fits(job.units, job.limit):
-                last = i
-        if last < 0:
-            return
-        started: list[_Job] = []
-        earliest, reserve, whole = prof.earliest, prof.reserve, self._reserved_units
-        for job in order[: last + 1]:
-            t = earliest(job.units, job.limit)
-            if t is None:
-                continue
-            if t == now:
-                started.append(job)
-                reserve(t, job.limit, job.units)
-            else:
-                reserve(t, job.limit, whole(job.units))
-        if started:
-            ids = {j.id for j in started}
-            self._order = [j for j in self._order if j.id not in ids]
+        order = self._order
+        idx = _backfill.plan(order, self.cfg.bf_max_job_test, *self._map_args())
+        if idx:
+            started = [order[i] for i in idx]
+            for i in reversed(idx):
+                del order[i]
             for job in started:
                 self._start(job, backfill=True)
 
@@ -787,8 +754,8 @@ def _round_end(t: float, res: float) -> float:
 
 
 _STATE_FIELDS = (
-    "now", "free", "_cursor", "_heap", "_seq", "_pending", "_running", "_ends", "_order", "_min_units",
-    "_waiters", "_singleton", "_prio_tick", "_main_dirty", "_bf_dirty",
+    "now", "free", "_cursor", "_heap", "_seq", "_pending", "_running", "_ends", "_order", "_min_units", "_minu",
+    "_waiters", "_singleton", "_prio_tick", "_calc_next", "_main_dirty", "_bf_dirty",
     "_full_main_due", "n_backfilled", "_next_id", "_bf_ran_at", "_main_ran_at", "_kick_at",
 )
 

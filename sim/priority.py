@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from sim import _backfill
 from sim.config import SlurmConfig
 
 
@@ -26,6 +27,7 @@ class FairShare:
         self.last = 0.0  # time up to which `accrued` is folded for users with no change
         self.stamp = np.zeros(max(n_users, 1))
         self.n_active_users = 0
+        self._out: np.ndarray | None = None
 
     def _grow(self, user: int) -> None:
         n = self.usage.shape[0]
@@ -44,24 +46,20 @@ class FairShare:
         self.stamp[user] = now
         self.run_units[user] += delta_units
 
-    def fold(self, now: float) -> None:
-        """Decay usage to ``now`` and add what running jobs accrued since the last fold."""
+    def tick(self, now: float, n_users: int) -> np.ndarray:
+        """Decay usage to ``now``, add what running jobs accrued since the last tick, and
+        return the fair-share factor per user: ``2^(-U/S)`` with ``S = 1/n_users``
+        (sim/_backfill.c; the array is reused by the next tick)."""
+        if self._out is None or self._out.shape != self.usage.shape:
+            self._out = np.ones_like(self.usage)
         dt = now - self.last
-        if dt <= 0:
-            return
-        acc = self.accrued + self.run_units * (now - self.stamp)
-        factor = 0.5 ** (dt / self.half_life) if self.half_life > 0 else 1.0
-        self.usage = self.usage * factor + acc
-        self.accrued[:] = 0.0
-        self.stamp[:] = now
-        self.last = now
-
-    def factors(self, n_users: int) -> np.ndarray:
-        """Fair-share factor per user: ``2^(-U/S)`` with ``S = 1/n_users``."""
-        total = float(self.usage.sum())
-        if total <= 0:
-            return np.ones_like(self.usage)
-        return np.exp2(-(self.usage / total) * max(n_users, 1))
+        if dt > 0:
+            decay = 0.5 ** (dt / self.half_life) if self.half_life > 0 else 1.0
+            _backfill.fairshare_tick(
+                self.usage, self.run_units, self.accrued, self.stamp, now, decay, n_users, self._out,
+            )
+            self.last = now
+        return self._out
 
 
 class PriorityModel:
@@ -82,10 +80,8 @@ class PriorityModel:
         self.w_age = cfg.weight_age if cfg.accounting else 0
         self.w_fairshare = cfg.weight_fairshare if cfg.accounting else 0
 
-    @property
-    def time_dependent(self) -> bool:
-        """Whether priorities can change between events (age or fair-share weighted)."""
-        return self.cfg.multifactor and (self.w_age > 0 or self.w_fairshare > 0)
+        # Whether priorities can change between events (age or fair-share weighted).
+        self.time_dependent = cfg.multifactor and (self.w_age > 0 or self.w_fairshare > 0)
 
     def size_factor(self, units: int) -> float:
         frac = min(units / self.total_units, 1.0)
@@ -106,14 +102,15 @@ class PriorityModel:
     def begin_tick(self, now: float) -> None:
         """Fold usage up to ``now`` and refresh the fair-share factors."""
         if self.w_fairshare > 0:
-            self.fairshare.fold(now)
-            self._fs = self.fairshare.factors(self.n_users)
+            self._fs = self.fairshare.tick(now, self.n_users)
 
-    # NOTE: Simulator._refresh_priorities inlines the formula below for speed; keep in step.
+    # NOTE: refresh() in sim/_backfill.c computes the formula below for the whole queue at
+    # each tick; keep the two in step (tests/sim/test_backfill_core.py compares them).
 
-    def fairshare_list(self) -> list[float]:
-        """Fair-share factor per user code, as of the last :meth:`begin_tick`."""
-        return self._fs.tolist() if self._fs is not None else []
+    @property
+    def fairshare_factors(self) -> np.ndarray | None:
+        """Fair-share factor per user code, as of the last :meth:`begin_tick` (None before)."""
+        return self._fs
 
     def priority(self, static: float, accrue_from: float, user: int, now: float) -> int:
         """Slurm truncates the weighted sum to an integer; 0 means held, so at least 1."""

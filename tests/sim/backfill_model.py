@@ -1,4 +1,5 @@
-"""The backfill scheduler's map of free units over time (Slurm's ``node_space``).
+"""A plain Python model of the backfill map (Slurm's ``node_space``): the oracle that
+tests/sim/test_backfill_core.py checks the compiled core (sim/_backfill.c) against.
 
 A profile is two parallel lists: breakpoint times ``ts`` (ascending, ``ts[0]`` = now) and
 ``free[i]``, the units free on ``[ts[i], ts[i+1])``; the last entry extends to the horizon.
@@ -6,12 +7,11 @@ A profile is two parallel lists: breakpoint times ``ts`` (ascending, ``ts[0]`` =
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 
 
 class Profile:
-    __slots__ = ("ts", "free", "horizon", "_first")
+    __slots__ = ("ts", "free", "horizon")
 
     def __init__(
         self, now: float, free_now: int, ends: list[tuple[float, int, int]], horizon: float,
@@ -37,46 +37,21 @@ class Profile:
         self.ts = ts
         self.free = free
         self.horizon = horizon
-        # units -> earliest time with that many units free, and (units, duration) -> the
-        # last earliest start found; reservations only lower the free counts, so both stay
-        # lower bounds for the profile's lifetime.
-        self._first: dict[object, float] = {}
 
     def earliest(self, units: int, duration: float) -> float | None:
         """Earliest start with ``units`` free for ``duration`` (cut at the horizon), or None
-        when no start before the horizon exists."""
+        when no start before the horizon exists. A plain scan: no caches."""
         ts, free = self.ts, self.free
         n = len(ts)
-        first = self._first
-        key = (units, duration)
-        lb = first.get(key)
-        if lb == math.inf:
-            return None
-        if lb is None:
-            lb = first.get(units)
-            i = 0 if lb is None else bisect_left(ts, lb)
-            while i < n and free[i] < units:
-                i += 1
-            if i < n:
-                first[units] = ts[i]
-        else:
-            i = bisect_left(ts, lb)
-        while i < n:
+        for i in range(n):
             if free[i] < units:
-                i += 1
                 continue
-            start = ts[i]
-            end = start + duration
+            end = ts[i] + duration
             j = i + 1
-            while j < n and ts[j] < end:
-                if free[j] < units:
-                    break
+            while j < n and ts[j] < end and free[j] >= units:
                 j += 1
-            else:
-                first[key] = start
-                return start
-            i = j + 1
-        first[key] = math.inf
+            if j == n or ts[j] >= end:
+                return ts[i]
         return None
 
     def fits_now(self, units: int, duration: float) -> bool:
@@ -109,3 +84,40 @@ class Profile:
             free.insert(k, free[k - 1])
         for m in range(i, k):
             free[m] -= units
+
+
+def whole_nodes(units: int, per_node: int, total: int) -> int:
+    if per_node <= 1:
+        return units
+    return min(-(-units // per_node) * per_node, total)
+
+
+def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int, ends: list,
+               horizon: float, min_step: float, per_node: int, total: int) -> list[int]:
+    """The backfill pass over (units, limit) jobs in priority order: indices started now.
+    Walks every tested job (no early stop), as Slurm does."""
+    prof = Profile(now, free, ends, horizon, min_step)
+    started = []
+    for i, (units, limit) in enumerate(jobs[:n_test]):
+        t = prof.earliest(units, limit)
+        if t is None:
+            continue
+        if t == now:
+            started.append(i)
+            prof.reserve(t, limit, units)
+        else:
+            prof.reserve(t, limit, whole_nodes(units, per_node, total))
+    return started
+
+
+def estimate_model(jobs: list[tuple[int, float]], target: int, now: float, free: int, ends: list,
+                   horizon: float, min_step: float, per_node: int, total: int) -> float | None:
+    """squeue --start for jobs[target]: every job before it reserves (whole nodes) first."""
+    prof = Profile(now, free, ends, horizon, min_step)
+    for i, (units, limit) in enumerate(jobs[: target + 1]):
+        t = prof.earliest(units, limit)
+        if i == target:
+            return t
+        if t is not None:
+            prof.reserve(t, limit, whole_nodes(units, per_node, total))
+    return None

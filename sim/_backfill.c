@@ -1,0 +1,539 @@
+/* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
+ * backfill pass over it, and the priority refresh (fair-share and sort) at each
+ * PriorityCalcPeriod tick.
+ *
+ * Jobs are sim.engine._Job objects (a __slots__ class). register() looks up the slot
+ * offsets once, so a field read is a pointer load, not an attribute lookup. Every
+ * function checks that each job it is given is exactly that class.
+ *
+ * The rules are documented in sim/engine.py (Simulator._backfill_pass, estimate_start,
+ * _refresh_priorities); tests/sim/test_backfill_core.py checks this module against a plain
+ * Python model of the same map on random inputs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ job slots */
+
+enum { F_UNITS, F_LIMIT, F_STATIC, F_ACCRUE, F_USER, F_TIER, F_SEQ, F_PRIO, F_KEY, N_FIELDS };
+static const char *FIELD_NAMES[N_FIELDS] = {
+    "units", "limit", "static", "accrue", "user", "tier", "seq", "prio", "key",
+};
+static Py_ssize_t offsets[N_FIELDS];
+static PyTypeObject *job_type = NULL;
+
+static PyObject *register_job_type(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "register() takes the job class");
+        return NULL;
+    }
+    for (int f = 0; f < N_FIELDS; f++) {
+        PyObject *d = PyObject_GetAttrString(cls, FIELD_NAMES[f]);
+        if (d == NULL) return NULL;
+        if (!Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+            Py_DECREF(d);
+            PyErr_Format(PyExc_TypeError, "job field %s is not a __slots__ member", FIELD_NAMES[f]);
+            return NULL;
+        }
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type != T_OBJECT_EX) {
+            Py_DECREF(d);
+            PyErr_Format(PyExc_TypeError, "job field %s has an unexpected slot type", FIELD_NAMES[f]);
+            return NULL;
+        }
+        offsets[f] = m->offset;
+        Py_DECREF(d);
+    }
+    Py_XDECREF(job_type);
+    Py_INCREF(cls);
+    job_type = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static inline PyObject *slot(PyObject *job, int f) {
+    return *(PyObject **)((char *)job + offsets[f]);
+}
+
+static int check_job(PyObject *job) {
+    if (job_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "sim._backfill: register() the job class first");
+        return -1;
+    }
+    if (Py_TYPE(job) != job_type) {
+        PyErr_SetString(PyExc_TypeError, "sim._backfill: not a job of the registered class");
+        return -1;
+    }
+    for (int f = 0; f < N_FIELDS; f++) {
+        if (slot(job, f) == NULL) {
+            PyErr_Format(PyExc_AttributeError, "job field %s is unset", FIELD_NAMES[f]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int read_double(PyObject *o, double *out) {
+    *out = PyFloat_AsDouble(o);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int read_ll(PyObject *o, long long *out) {
+    *out = PyLong_AsLongLong(o);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ the backfill map */
+
+typedef struct {
+    double *ts;     /* breakpoints, ascending; ts[0] = now */
+    long long *fr;  /* units free on [ts[i], ts[i+1]) */
+    Py_ssize_t n, cap;
+    double horizon;
+    /* lower bounds that stay valid while the map lives (reservations only take units) */
+    double *first;  /* units -> earliest time with that many units free */
+    unsigned *first_gen;
+    long long first_n;
+    struct keyed { long long units; double dur; double lb; unsigned gen; } *keyed;
+    Py_ssize_t keyed_cap;
+    unsigned gen;
+} Map;
+
+static Map map = {0};
+
+static int map_reserve_capacity(Map *m, Py_ssize_t need) {
+    if (need <= m->cap) return 0;
+    Py_ssize_t cap = m->cap ? m->cap : 256;
+    while (cap < need) cap *= 2;
+    double *ts = PyMem_Realloc(m->ts, cap * sizeof(double));
+    if (ts == NULL) { PyErr_NoMemory(); return -1; }
+    m->ts = ts;
+    long long *fr = PyMem_Realloc(m->fr, cap * sizeof(long long));
+    if (fr == NULL) { PyErr_NoMemory(); return -1; }
+    m->fr = fr;
+    m->cap = cap;
+    return 0;
+}
+
+/* Build the map from running jobs' expected ends: a list of (end, tie, units) tuples sorted
+ * by end. An end already due counts as min_step from now (the job is being cleaned up). */
+static int map_build(Map *m, double now, long long free_now, PyObject *ends, double horizon,
+                     double min_step, long long total) {
+    Py_ssize_t ne = PyList_GET_SIZE(ends);
+    if (map_reserve_capacity(m, ne + 1) < 0) return -1;
+    m->ts[0] = now;
+    m->fr[0] = free_now;
+    m->n = 1;
+    m->horizon = horizon;
+    long long cur = free_now;
+    double floor_t = now + min_step;
+    for (Py_ssize_t k = 0; k < ne; k++) {
+        PyObject *e = PyList_GET_ITEM(ends, k);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) {
+            PyErr_SetString(PyExc_TypeError, "ends: expected (end, tie, units) tuples");
+            return -1;
+        }
+        double t;
+        long long units;
+        if (read_double(PyTuple_GET_ITEM(e, 0), &t) < 0) return -1;
+        if (read_ll(PyTuple_GET_ITEM(e, 2), &units) < 0) return -1;
+        if (t >= horizon) break;
+        if (t < floor_t) t = floor_t;
+        cur += units;
+        if (t <= m->ts[m->n - 1]) {
+            m->fr[m->n - 1] = cur;
+        } else {
+            m->ts[m->n] = t;
+            m->fr[m->n] = cur;
+            m->n++;
+        }
+    }
+    /* fresh caches: bump the generation; (re)size the per-units table */
+    m->gen++;
+    if (m->gen == 0) {  /* wrapped: clear the stamps */
+        if (m->first_gen) memset(m->first_gen, 0, (size_t)m->first_n * sizeof(unsigned));
+        for (Py_ssize_t i = 0; i < m->keyed_cap; i++) m->keyed[i].gen = 0;
+        m->gen = 1;
+    }
+    if (total + 1 > m->first_n) {
+        double *first = PyMem_Realloc(m->first, (size_t)(total + 1) * sizeof(double));
+        if (first == NULL) { PyErr_NoMemory(); return -1; }
+        m->first = first;
+        unsigned *fg = PyMem_Realloc(m->first_gen, (size_t)(total + 1) * sizeof(unsigned));
+        if (fg == NULL) { PyErr_NoMemory(); return -1; }
+        memset(fg + m->first_n, 0, (size_t)(total + 1 - m->first_n) * sizeof(unsigned));
+        m->first_gen = fg;
+        m->first_n = total + 1;
+    }
+    if (m->keyed == NULL) {
+        m->keyed_cap = 4096;
+        m->keyed = PyMem_Calloc((size_t)m->keyed_cap, sizeof(*m->keyed));
+        if (m->keyed == NULL) { PyErr_NoMemory(); return -1; }
+    }
+    return 0;
+}
+
+static inline Py_ssize_t bisect_left_d(const double *a, Py_ssize_t lo, Py_ssize_t hi, double x) {
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (a[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static struct keyed *keyed_slot(Map *m, long long units, double dur) {
+    unsigned long long h = (unsigned long long)units * 0x9E3779B97F4A7C15ULL;
+    unsigned long long bits;
+    memcpy(&bits, &dur, sizeof bits);
+    h ^= bits + 0x7F4A7C159E3779B9ULL + (h << 6) + (h >> 2);
+    Py_ssize_t mask = m->keyed_cap - 1;
+    Py_ssize_t i = (Py_ssize_t)(h & (unsigned long long)mask);
+    for (Py_ssize_t probe = 0; probe < m->keyed_cap; probe++) {
+        struct keyed *s = &m->keyed[(i + probe) & mask];
+        if (s->gen != m->gen) {  /* empty in this generation: claim it */
+            s->gen = m->gen;
+            s->units = units;
+            s->dur = dur;
+            s->lb = NAN;
+            return s;
+        }
+        if (s->units == units && s->dur == dur) return s;
+    }
+    return NULL;  /* table full: no caching */
+}
+
+/* Earliest start with `units` free for `dur` (cut at the horizon); sets *found = 0 when no
+ * start before the horizon exists. */
+static double map_earliest(Map *m, long long units, double dur, int *found) {
+    const double *ts = m->ts;
+    const long long *fr = m->fr;
+    Py_ssize_t n = m->n, i;
+    struct keyed *ks = keyed_slot(m, units, dur);
+    if (ks != NULL && !isnan(ks->lb)) {
+        if (isinf(ks->lb)) { *found = 0; return 0.0; }
+        i = bisect_left_d(ts, 0, n, ks->lb);
+    } else {
+        int have_first = units >= 0 && units < m->first_n && m->first_gen[units] == m->gen;
+        i = have_first ? bisect_left_d(ts, 0, n, m->first[units]) : 0;
+        while (i < n && fr[i] < units) i++;
+        if (i < n && units >= 0 && units < m->first_n) {
+            m->first[units] = ts[i];
+            m->first_gen[units] = m->gen;
+        }
+    }
+    while (i < n) {
+        if (fr[i] < units) { i++; continue; }
+        double start = ts[i], end = start + dur;
+        Py_ssize_t j = i + 1;
+        while (j < n && ts[j] < end && fr[j] >= units) j++;
+        if (j == n || ts[j] >= end) {
+            if (ks != NULL) ks->lb = start;
+            *found = 1;
+            return start;
+        }
+        i = j + 1;
+    }
+    if (ks != NULL) ks->lb = INFINITY;
+    *found = 0;
+    return 0.0;
+}
+
+static int map_fits_now(const Map *m, long long units, double dur) {
+    if (m->fr[0] < units) return 0;
+    double end = m->ts[0] + dur;
+    for (Py_ssize_t j = 1; j < m->n && m->ts[j] < end; j++)
+        if (m->fr[j] < units) return 0;
+    return 1;
+}
+
+static int map_insert(Map *m, Py_ssize_t i, double t) {
+    if (map_reserve_capacity(m, m->n + 1) < 0) return -1;
+    memmove(m->ts + i + 1, m->ts + i, (size_t)(m->n - i) * sizeof(double));
+    memmove(m->fr + i + 1, m->fr + i, (size_t)(m->n - i) * sizeof(long long));
+    m->ts[i] = t;
+    m->fr[i] = m->fr[i - 1];
+    m->n++;
+    return 0;
+}
+
+/* Take `units` over [start, start + dur) (cut at the horizon). */
+static int map_reserve(Map *m, double start, double dur, long long units) {
+    double end = start + dur;
+    if (end > m->horizon) end = m->horizon;
+    if (end <= start) return 0;
+    Py_ssize_t i = bisect_left_d(m->ts, 0, m->n, start);
+    if (i == m->n || m->ts[i] != start)
+        if (map_insert(m, i, start) < 0) return -1;
+    Py_ssize_t k = bisect_left_d(m->ts, i, m->n, end);
+    if (k == m->n || m->ts[k] != end)
+        if (map_insert(m, k, end) < 0) return -1;
+    for (Py_ssize_t q = i; q < k; q++) m->fr[q] -= units;
+    return 0;
+}
+
+static inline long long whole_nodes(long long units, long long per_node, long long total) {
+    if (per_node <= 1) return units;
+    long long u = ((units + per_node - 1) / per_node) * per_node;
+    return u < total ? u : total;
+}
+
+/* plan(order, n_test, now, free, ends, horizon, min_step, per_node, total) -> list[int]
+ * The backfill pass: indices (into order) of the jobs it starts now. */
+static PyObject *plan(PyObject *self, PyObject *args) {
+    PyObject *order, *ends;
+    Py_ssize_t n_test;
+    double now, horizon, min_step;
+    long long free_now, per_node, total;
+    if (!PyArg_ParseTuple(args, "O!ndLO!ddLL", &PyList_Type, &order, &n_test, &now, &free_now,
+                          &PyList_Type, &ends, &horizon, &min_step, &per_node, &total))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (n_test < n) n = n_test;
+    PyObject *started = PyList_New(0);
+    if (started == NULL) return NULL;
+    if (n <= 0) return started;
+    long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
+    double *limit = PyMem_Malloc((size_t)n * sizeof(double));
+    if (units == NULL || limit == NULL) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        if (check_job(job) < 0) goto fail;
+        if (read_ll(slot(job, F_UNITS), &units[i]) < 0) goto fail;
+        if (read_double(slot(job, F_LIMIT), &limit[i]) < 0) goto fail;
+    }
+    if (map_build(&map, now, free_now, ends, horizon, min_step, total) < 0) goto fail;
+    /* Reservations only take units away, so a job that cannot start on the map of running
+     * jobs alone cannot start in this pass; past the last one that can, nothing changes. */
+    Py_ssize_t last = -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (units[i] <= free_now && map_fits_now(&map, units[i], limit[i])) last = i;
+    for (Py_ssize_t i = 0; i <= last; i++) {
+        int found;
+        double t = map_earliest(&map, units[i], limit[i], &found);
+        if (!found) continue;
+        if (t == now) {
+            PyObject *idx = PyLong_FromSsize_t(i);
+            if (idx == NULL || PyList_Append(started, idx) < 0) { Py_XDECREF(idx); goto fail; }
+            Py_DECREF(idx);
+            if (map_reserve(&map, t, limit[i], units[i]) < 0) goto fail;
+        } else if (map_reserve(&map, t, limit[i], whole_nodes(units[i], per_node, total)) < 0) {
+            goto fail;
+        }
+    }
+    PyMem_Free(units);
+    PyMem_Free(limit);
+    return started;
+fail:
+    PyMem_Free(units);
+    PyMem_Free(limit);
+    Py_DECREF(started);
+    return NULL;
+}
+
+/* estimate(order, target, now, free, ends, horizon, min_step, per_node, total) -> float|None
+ * squeue --start: every job before `target` reserves its earliest start (whole nodes), then
+ * the target's earliest start, or None when none lies within the horizon. */
+static PyObject *estimate(PyObject *self, PyObject *args) {
+    PyObject *order, *ends;
+    Py_ssize_t target;
+    double now, horizon, min_step;
+    long long free_now, per_node, total;
+    if (!PyArg_ParseTuple(args, "O!ndLO!ddLL", &PyList_Type, &order, &target, &now, &free_now,
+                          &PyList_Type, &ends, &horizon, &min_step, &per_node, &total))
+        return NULL;
+    if (target < 0 || target >= PyList_GET_SIZE(order)) {
+        PyErr_SetString(PyExc_IndexError, "target index out of range");
+        return NULL;
+    }
+    if (map_build(&map, now, free_now, ends, horizon, min_step, total) < 0) return NULL;
+    for (Py_ssize_t i = 0; i <= target; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        long long u;
+        double lim;
+        if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &u) < 0 ||
+            read_double(slot(job, F_LIMIT), &lim) < 0)
+            return NULL;
+        int found;
+        double t = map_earliest(&map, u, lim, &found);
+        if (i == target) {
+            if (!found) Py_RETURN_NONE;
+            return PyFloat_FromDouble(t);
+        }
+        if (found && map_reserve(&map, t, lim, whole_nodes(u, per_node, total)) < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ priority refresh */
+
+typedef struct {
+    long long tier, prio, seq;
+    PyObject *job;
+} SortItem;
+
+static int cmp_items(const void *pa, const void *pb) {
+    const SortItem *a = pa, *b = pb;  /* key (-tier, -prio, seq), ascending */
+    if (a->tier != b->tier) return a->tier > b->tier ? -1 : 1;
+    if (a->prio != b->prio) return a->prio > b->prio ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int set_slot(PyObject *job, int f, PyObject *value) {
+    PyObject **p = (PyObject **)((char *)job + offsets[f]);
+    PyObject *old = *p;
+    *p = value;  /* steals the reference */
+    Py_XDECREF(old);
+    return 0;
+}
+
+/* refresh(order, tick, w_age, max_age, w_fs, fs) -> bool
+ * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
+ * integer, at least 1), set job.prio and job.key, sort `order` in place by key; True if
+ * the order changed. fs: fair-share factor per user code, a float64 buffer (a NumPy
+ * array) or None; users past its end get 1.0. */
+static PyObject *refresh(PyObject *self, PyObject *args) {
+    PyObject *order, *fs;
+    double tick, w_age, max_age, w_fs;
+    if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
+                          &w_fs, &fs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order), n_fs = 0;
+    if (n == 0) Py_RETURN_FALSE;
+    Py_buffer view = {0};
+    const double *fsv = NULL;
+    if (fs != Py_None) {
+        if (PyObject_GetBuffer(fs, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+        if (view.format == NULL || strcmp(view.format, "d") != 0 || view.ndim != 1) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "fs: expected a 1-d float64 array");
+            return NULL;
+        }
+        fsv = view.buf;
+        n_fs = view.shape[0];
+    }
+    SortItem *items = PyMem_Malloc((size_t)n * sizeof(SortItem));
+    if (items == NULL) {
+        if (fsv) PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        double p, accrue;
+        long long user, tier, seq, old_prio;
+        if (check_job(job) < 0 || read_double(slot(job, F_STATIC), &p) < 0 ||
+            read_double(slot(job, F_ACCRUE), &accrue) < 0 ||
+            read_ll(slot(job, F_USER), &user) < 0 || read_ll(slot(job, F_TIER), &tier) < 0 ||
+            read_ll(slot(job, F_SEQ), &seq) < 0 || read_ll(slot(job, F_PRIO), &old_prio) < 0)
+            goto fail;
+        if (w_age != 0.0) {
+            double age = tick - accrue;
+            if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
+        }
+        if (w_fs != 0.0) {
+            p += w_fs * (user >= 0 && user < n_fs ? fsv[user] : 1.0);
+        }
+        long long prio = (long long)p;
+        if (prio < 1) prio = 1;
+        if (prio != old_prio) {
+            PyObject *po = PyLong_FromLongLong(prio);
+            PyObject *key = po ? Py_BuildValue("(LLL)", -tier, -prio, seq) : NULL;
+            if (key == NULL) { Py_XDECREF(po); goto fail; }
+            set_slot(job, F_PRIO, po);
+            set_slot(job, F_KEY, key);
+        }
+        items[i].tier = tier;
+        items[i].prio = prio;
+        items[i].seq = seq;
+        items[i].job = job;
+    }
+    int changed = 0;
+    Py_ssize_t k = 1;
+    while (k < n && cmp_items(&items[k - 1], &items[k]) < 0) k++;
+    if (k == n) goto done;  /* usually still in order: ages grow alike */
+    qsort(items, (size_t)n, sizeof(SortItem), cmp_items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = items[i].job;
+        PyObject **slotp = &((PyListObject *)order)->ob_item[i];
+        if (*slotp != job) {
+            changed = 1;
+            *slotp = job;  /* a permutation: the list keeps one reference per job */
+        }
+    }
+done:
+    PyMem_Free(items);
+    if (fsv) PyBuffer_Release(&view);
+    return PyBool_FromLong(changed);
+fail:
+    PyMem_Free(items);
+    if (fsv) PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ fair-share tick */
+
+static int get_f64(PyObject *o, Py_buffer *v, Py_ssize_t n, const char *name) {
+    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return -1;
+    if (v->format == NULL || strcmp(v->format, "d") != 0 || v->ndim != 1 ||
+        (n >= 0 && v->shape[0] != n)) {
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d float64 array of the same length", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* fairshare_tick(usage, run_units, accrued, stamp, now, decay, n_users, out)
+ * One PriorityCalcPeriod tick of sim.priority.FairShare, in place: usage = usage * decay +
+ * (accrued + run_units * (now - stamp)); accrued = 0; stamp = now; then the factor per user
+ * out = 2^(-(usage / total) * n_users), or 1 everywhere while nobody has usage. */
+static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    double now, decay;
+    Py_ssize_t n_users;
+    if (!PyArg_ParseTuple(args, "OOOOddnO", &o[0], &o[1], &o[2], &o[3], &now, &decay, &n_users, &o[4]))
+        return NULL;
+    static const char *names[5] = {"usage", "run_units", "accrued", "stamp", "out"};
+    Py_buffer v[5];
+    Py_ssize_t n = -1;
+    for (int k = 0; k < 5; k++) {
+        if (get_f64(o[k], &v[k], n, names[k]) < 0) {
+            while (k-- > 0) PyBuffer_Release(&v[k]);
+            return NULL;
+        }
+        n = v[k].shape[0];
+    }
+    double *usage = v[0].buf, *run = v[1].buf, *acc = v[2].buf, *stamp = v[3].buf, *out = v[4].buf;
+    double total = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double a = acc[i] + run[i] * (now - stamp[i]);
+        usage[i] = usage[i] * decay + a;
+        acc[i] = 0.0;
+        stamp[i] = now;
+        total += usage[i];
+    }
+    double scale = (double)(n_users > 1 ? n_users : 1);
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = total > 0 ? exp2(-(usage[i] / total) * scale) : 1.0;
+    for (int k = 0; k < 5; k++) PyBuffer_Release(&v[k]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
+    {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
+    {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
+    {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
+    {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "sim._backfill",
+    "Compiled core of the simulator: the backfill map and the priority refresh.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__backfill(void) { return PyModule_Create(&module); }

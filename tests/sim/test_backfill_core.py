@@ -1,0 +1,134 @@
+"""The compiled core (sim/_backfill.c) against plain Python models of the same rules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from backfill_model import estimate_model, plan_model
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim import _backfill
+from sim.engine import _Job
+from sim.priority import FairShare
+
+NOW = 1000.0
+
+
+def make_job(units: int, limit: float, *, seq: int = 0, static: float = 0.0, accrue: float = NOW,
+             user: int = 0, tier: int = 0, prio: int = 1) -> _Job:
+    job = _Job()
+    job.units, job.limit, job.seq, job.static, job.accrue = units, limit, seq, static, accrue
+    job.user, job.tier, job.prio, job.key = user, tier, prio, (-tier, -prio, seq)
+    return job
+
+
+@st.composite
+def backfill_cases(draw):
+    per_node = draw(st.sampled_from([1, 1, 4]))
+    total = per_node * draw(st.integers(1, 16))
+    running, used = [], 0
+    for seq in range(draw(st.integers(0, 12))):
+        units = draw(st.integers(1, total))
+        if used + units > total:
+            break
+        used += units
+        end = NOW + draw(st.sampled_from([0.0, 0.5, 30.0, 60.0, 90.0, 600.0, 3600.0, 1e6]))
+        running.append((end, seq, units))
+    running.sort()
+    limits = st.sampled_from([1.0, 30.0, 59.0, 60.0, 61.0, 120.0, 600.0, 3600.0, 7200.0])
+    jobs = draw(st.lists(st.tuples(st.integers(1, total), limits), max_size=20))
+    window = draw(st.sampled_from([600.0, 3600.0, 86400.0]))
+    min_step = draw(st.sampled_from([1.0, 60.0]))
+    n_test = draw(st.integers(0, 25))
+    return jobs, n_test, (NOW, total - used, running, NOW + window, min_step, per_node, total)
+
+
+@settings(max_examples=400, deadline=None)
+@given(backfill_cases())
+def test_plan_matches_the_model(case):
+    jobs, n_test, args = case
+    order = [make_job(u, lim, seq=i) for i, (u, lim) in enumerate(jobs)]
+    assert _backfill.plan(order, n_test, *args) == plan_model(jobs, n_test, *args)
+
+
+@settings(max_examples=300, deadline=None)
+@given(backfill_cases(), st.data())
+def test_estimate_matches_the_model(case, data):
+    jobs, _, args = case
+    if not jobs:
+        return
+    target = data.draw(st.integers(0, len(jobs) - 1))
+    order = [make_job(u, lim, seq=i) for i, (u, lim) in enumerate(jobs)]
+    assert _backfill.estimate(order, target, *args) == estimate_model(jobs, target, *args)
+
+
+def test_a_hand_worked_pass():
+    # 10 units, 8 busy until t=1100. Job 0 wants 10 (reserved at 1100); job 1 (2 units,
+    # 100 s) fits before it; job 2 (2 units, 200 s) would overlap the reservation.
+    args = (NOW, 2, [(1100.0, 0, 8)], NOW + 86400, 1.0, 1, 10)
+    order = [make_job(10, 100.0), make_job(2, 100.0, seq=1), make_job(2, 200.0, seq=2)]
+    assert _backfill.plan(order, 500, *args) == [1]
+    assert _backfill.estimate(order, 0, *args) == 1100.0
+    assert _backfill.estimate(order, 2, *args) == 1200.0
+
+
+def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
+    out = []
+    for job in jobs:
+        p = job.static
+        age = tick - job.accrue
+        if w_age and age > 0:
+            p += w_age * (age / max_age if age < max_age else 1.0)
+        if w_fs:
+            p += w_fs * (fs[job.user] if job.user < len(fs) else 1.0)
+        prio = max(int(p), 1)
+        out.append(((-job.tier, -prio, job.seq), prio, job))
+    out.sort(key=lambda x: x[0])
+    return [(job, prio, key) for key, prio, job in out]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 5000), st.floats(0, 2000), st.integers(0, 6), st.integers(0, 2)),
+             max_size=40),
+    st.sampled_from([0.0, 1000.0]), st.sampled_from([0.0, 10000.0]),
+)
+def test_refresh_matches_the_formula(rows, w_age, w_fs):
+    jobs = [make_job(1, 60.0, seq=i, static=s, accrue=NOW - a, user=u, tier=t)
+            for i, (s, a, u, t) in enumerate(rows)]
+    fs = np.linspace(0.1, 1.0, 5)  # users 5 and 6 have no entry: factor 1.0
+    tick = NOW + 300.0
+    want = refresh_model(jobs, tick, w_age, 604800.0, w_fs, fs)
+    before = list(jobs)
+    changed = _backfill.refresh(jobs, tick, w_age, 604800.0, w_fs, fs)
+    assert [(j, j.prio, j.key) for j in jobs] == want
+    assert changed == (before != jobs)
+
+
+def test_fairshare_tick_matches_numpy():
+    rng = np.random.default_rng(3)
+    fs = FairShare(half_life=7 * 86400.0, n_users=50)
+    fs.usage[:] = rng.uniform(0, 1e6, 50)
+    for user in range(0, 50, 3):
+        fs.change(user, int(rng.integers(1, 64)), now=10.0 * user)
+    usage, run, acc, stamp = fs.usage.copy(), fs.run_units.copy(), fs.accrued.copy(), fs.stamp.copy()
+    out = fs.tick(3600.0, 50)
+    decay = 0.5 ** (3600.0 / fs.half_life)
+    want_usage = usage * decay + (acc + run * (3600.0 - stamp))
+    np.testing.assert_allclose(fs.usage, want_usage, rtol=1e-15)
+    np.testing.assert_allclose(out, np.exp2(-(want_usage / want_usage.sum()) * 50), rtol=1e-12)
+    assert not fs.accrued.any() and (fs.stamp == 3600.0).all()
+
+
+def test_rejects_what_is_not_a_job():
+    with pytest.raises(TypeError):
+        _backfill.plan([object()], 10, NOW, 1, [], NOW + 600, 1.0, 1, 1)
+    job = _Job()  # fields unset
+    with pytest.raises(AttributeError):
+        _backfill.plan([job], 10, NOW, 1, [], NOW + 600, 1.0, 1, 1)
+    with pytest.raises(TypeError):
+        _backfill.refresh([make_job(1, 1.0)], NOW, 1.0, 1.0, 1.0, [1.0])  # not an array
+    assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, NOW, 1, [], NOW + 600, 1.0, 1, 1))

@@ -16,6 +16,7 @@ one-second resolution.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -127,12 +128,14 @@ def run_workload(
     poll_s: float = 1.0,
     timeout_s: float | None = None,
     progress: bool = True,
+    log_out: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Start a fresh local cluster (``cpus`` CPUs, ``conf_extra`` appended to slurm.conf),
     submit each job at its offset, wait until all have ended, stop the cluster, and return
     one row per job (in the order given): name, job_id, state, cpus, limit_s, submit,
     eligible, start, end, exit_code. Jobs whose dependency can never be met are cancelled
-    (state CANCELLED, start None). ``conf_out`` receives a copy of the slurm.conf used.
+    (state CANCELLED, start None). ``conf_out`` receives a copy of the slurm.conf used,
+    ``log_out`` a copy of the slurmctld log (taken when the cluster has stopped).
     """
     work = [as_job(j, i) for i, j in enumerate(jobs)]
     names = [j.name for j in work]
@@ -198,4 +201,7 @@ def run_workload(
         return [_row(job, final.get(ids[job.name]), ids[job.name]) for job in work]
     finally:
         cluster.stop()
+        if log_out is not None:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(cluster.dir / "log" / "slurmctld.log", log_out)
         shutil.rmtree(directory, ignore_errors=True)

@@ -7,7 +7,12 @@ the very same slurm.conf. Each simulated job is submitted at the second real Slu
 for it and runs as long as it really ran; everything else (when it starts) is the
 simulator's own decision. Prints per-job start differences.
 
-    .venv/bin/python bench/sim_fidelity.py [--seed 7] [--save rows.json]
+    .venv/bin/python bench/sim_fidelity.py [--seed 7] [--save rows.json] [--ctld-log ctld.log]
+    .venv/bin/python bench/sim_fidelity.py --load docs/bench-data/sim_fidelity_real_run1.json
+
+``--seed`` draws another workload of the same shape (seed 7 is the benchmark's; others are
+held-out checks); ``--load`` re-simulates saved real rows without Slurm; ``--ctld-log`` keeps
+slurmctld's log with backfill debugging on (what the backfill planned, pass by pass).
 
 Targets (issue 2): the same start order for at least 90% of jobs, median start difference
 at most 2 s. "Same order" per job: its place in the start order (how many jobs started
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -43,6 +49,11 @@ PriorityWeightAge=1000
 PriorityWeightJobSize=1000
 PriorityMaxAge=00:10:00
 PriorityCalcPeriod=1
+"""
+# With --ctld-log: what the backfill scheduler planned, and why (the log grows to a few MB).
+DEBUG = """\
+SlurmctldDebug=debug2
+DebugFlags=Backfill,BackfillMap
 """
 
 
@@ -72,20 +83,28 @@ def workload(seed: int) -> list[WorkloadJob]:
 def simulate(jobs: list[WorkloadJob], rows: list[dict], conf: Path) -> dict[str, float]:
     """Replay the jobs as real Slurm received them; returns simulated start per name."""
     cfg = SlurmConfig.from_file(conf)
-    sim = Simulator(None, cfg)
     t0 = min(r["submit"] for r in rows)
+    sim = Simulator(None, cfg, epoch=t0)
     by_name = {r["name"]: r for r in rows}
     ids: dict[str, int] = {}
     order = sorted(jobs, key=lambda j: (by_name[j.name]["submit"], by_name[j.name]["job_id"]))
+    prev = 0.0
     for job in order:
         row = by_name[job.name]
-        sim.advance(row["submit"] - t0)
+        # Jobs of one second arrive together, before that second's scheduler passes:
+        # advance only to the previous submission second and queue these at their own.
+        at = row["submit"] - t0
+        if at > prev:
+            sim.advance(prev)
+            prev = at
         dep = job.dependency or ""
+        if any(by_name[n]["submit"] - t0 == at for n in re.findall(r":([\w.-]+)", dep)):
+            sim.advance(at)  # its dependency must have arrived: a rare same-second chain
         for name, jid in ids.items():
             dep = dep.replace(f":{name}", f":{jid}")
         ran = (row["end"] - row["start"]) if row["start"] is not None else 0.0
         ids[job.name] = sim.submit(JobSpec(units=row["cpus"], limit=row["limit_s"], runtime=ran,
-                                           name=job.name, dependency=dep))
+                                           submit=at, name=job.name, dependency=dep))
     sim.run()
     return {name: sim.job(jid).start + t0 for name, jid in ids.items()}
 
@@ -119,18 +138,20 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--save", type=Path, help="write the real and simulated rows as JSON")
     ap.add_argument("--load", type=Path, help="reuse real-Slurm rows saved by --save")
+    ap.add_argument("--ctld-log", type=Path,
+                    help="keep the slurmctld log of the real run here, with backfill debug logging on")
     args = ap.parse_args()
     jobs = workload(args.seed)
     with tempfile.TemporaryDirectory() as d:
         extra = Path(d) / "sched.conf"
-        extra.write_text(SCHED)
+        extra.write_text(SCHED + (DEBUG if args.ctld_log else ""))
         conf = Path(d) / "slurm.conf"
         if args.load:
             saved = json.loads(args.load.read_text())
             rows = saved["real"]
             conf.write_text(saved["slurm_conf"])
         else:
-            rows = run_workload(jobs, extra, CPUS, conf_out=conf)
+            rows = run_workload(jobs, extra, CPUS, conf_out=conf, log_out=args.ctld_log)
         sim_start = simulate(jobs, rows, conf)
         conf_text = conf.read_text()
     real_start = {r["name"]: float(r["start"]) for r in rows if r["start"] is not None}

@@ -118,40 +118,121 @@ static int map_reserve_capacity(Map *m, Py_ssize_t need) {
     return 0;
 }
 
-/* Build the map from running jobs' expected ends: a list of (end, tie, units) tuples sorted
- * by end. An end already due counts as min_step from now (the job is being cleaned up). */
-static int map_build(Map *m, double now, long long free_now, PyObject *ends, double horizon,
-                     double min_step, long long total) {
+/* Running jobs' expected ends as plain arrays, sorted by end. */
+typedef struct {
+    double *t;
+    long long *u;
+    Py_ssize_t n, cap;
+} Ends;
+
+static Ends ends_buf = {0};
+
+static int ends_reserve(Ends *e, Py_ssize_t need) {
+    if (need <= e->cap) return 0;
+    Py_ssize_t cap = e->cap ? e->cap : 256;
+    while (cap < need) cap *= 2;
+    double *t = PyMem_Realloc(e->t, (size_t)cap * sizeof(double));
+    if (t == NULL) { PyErr_NoMemory(); return -1; }
+    e->t = t;
+    long long *u = PyMem_Realloc(e->u, (size_t)cap * sizeof(long long));
+    if (u == NULL) { PyErr_NoMemory(); return -1; }
+    e->u = u;
+    e->cap = cap;
+    return 0;
+}
+
+/* ends: a list of (end, tie, units) tuples sorted by end. */
+static int ends_load(Ends *e, PyObject *ends) {
     Py_ssize_t ne = PyList_GET_SIZE(ends);
-    if (map_reserve_capacity(m, ne + 1) < 0) return -1;
-    m->ts[0] = now;
-    m->fr[0] = free_now;
-    m->n = 1;
-    m->horizon = horizon;
-    long long cur = free_now;
-    double floor_t = now + min_step;
+    if (ends_reserve(e, ne + 1) < 0) return -1;
     for (Py_ssize_t k = 0; k < ne; k++) {
-        PyObject *e = PyList_GET_ITEM(ends, k);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) {
+        PyObject *item = PyList_GET_ITEM(ends, k);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
             PyErr_SetString(PyExc_TypeError, "ends: expected (end, tie, units) tuples");
             return -1;
         }
-        double t;
-        long long units;
-        if (read_double(PyTuple_GET_ITEM(e, 0), &t) < 0) return -1;
-        if (read_ll(PyTuple_GET_ITEM(e, 2), &units) < 0) return -1;
-        if (t >= horizon) break;
-        if (t < floor_t) t = floor_t;
-        cur += units;
-        if (t <= m->ts[m->n - 1]) {
-            m->fr[m->n - 1] = cur;
-        } else {
-            m->ts[m->n] = t;
-            m->fr[m->n] = cur;
-            m->n++;
+        if (read_double(PyTuple_GET_ITEM(item, 0), &e->t[k]) < 0) return -1;
+        if (read_ll(PyTuple_GET_ITEM(item, 2), &e->u[k]) < 0) return -1;
+    }
+    e->n = ne;
+    return 0;
+}
+
+/* Insert (t, u) after any equal end. */
+static int ends_insert(Ends *e, double t, long long u) {
+    if (ends_reserve(e, e->n + 1) < 0) return -1;
+    Py_ssize_t lo = 0, hi = e->n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (e->t[mid] <= t) lo = mid + 1; else hi = mid;
+    }
+    memmove(e->t + lo + 1, e->t + lo, (size_t)(e->n - lo) * sizeof(double));
+    memmove(e->u + lo + 1, e->u + lo, (size_t)(e->n - lo) * sizeof(long long));
+    e->t[lo] = t;
+    e->u[lo] = u;
+    e->n++;
+    return 0;
+}
+
+/* How Slurm's backfill sees running jobs free their units (see Params): window > 0 frees
+ * them in groups, each at the end of its last job. */
+typedef struct {
+    double now, horizon, min_step, window, linear, epoch, res;
+    long long per_node, total;
+} Params;
+
+static void map_add_release(Map *m, double t, long long units, double floor_t, long long *cur) {
+    if (t < floor_t) t = floor_t;
+    *cur += units;
+    if (t <= m->ts[m->n - 1]) {
+        m->fr[m->n - 1] = *cur;
+    } else {
+        m->ts[m->n] = t;
+        m->fr[m->n] = *cur;
+        m->n++;
+    }
+}
+
+/* Build the map from `free_now` units now and the running jobs' ends. An end already due
+ * counts as min_step from now (the job is being cleaned up). With p->window > 0 the ends
+ * are grouped as Slurm's will-run test (_will_run_test in cons_common's job_test.c, 22.05)
+ * removes running jobs: the first end rounded up to the next multiple of the window in Unix
+ * time (an exact multiple moves a whole window on) is the barrier; a group takes every job
+ * ending by barrier + window and frees its units at its last job's end; between groups the
+ * window doubles (grows by `linear`, bf_window_linear, when set) until it reaches the next
+ * end. */
+static int map_build(Map *m, const Params *p, long long free_now, const Ends *e) {
+    if (map_reserve_capacity(m, e->n + 1) < 0) return -1;
+    m->ts[0] = p->now;
+    m->fr[0] = free_now;
+    m->n = 1;
+    m->horizon = p->horizon;
+    long long cur = free_now;
+    double floor_t = p->now + p->min_step;
+    if (p->window <= 0 || e->n == 0) {
+        for (Py_ssize_t k = 0; k < e->n && e->t[k] < p->horizon; k++)
+            map_add_release(m, e->t[k], e->u[k], floor_t, &cur);
+    } else {
+        double window = p->window;
+        double delta = fmod(e->t[0] + p->epoch, window);
+        if (delta < 0) delta += window;
+        double barrier = e->t[0] + window - delta;
+        Py_ssize_t i = 0;
+        while (i < e->n) {
+            long long units = 0;
+            do {
+                units += e->u[i];
+                i++;
+            } while (i < e->n && e->t[i] <= barrier + window);
+            double t = e->t[i - 1];
+            if (t >= p->horizon) break;
+            map_add_release(m, t, units, floor_t, &cur);
+            while (i < e->n && e->t[i] > barrier + window)
+                window = p->linear > 0 ? window + p->linear : window * 2;
         }
     }
     /* fresh caches: bump the generation; (re)size the per-units table */
+    long long total = p->total;
     m->gen++;
     if (m->gen == 0) {  /* wrapped: clear the stamps */
         if (m->first_gen) memset(m->first_gen, 0, (size_t)m->first_n * sizeof(unsigned));
@@ -241,14 +322,6 @@ static double map_earliest(Map *m, long long units, double dur, int *found) {
     return 0.0;
 }
 
-static int map_fits_now(const Map *m, long long units, double dur) {
-    if (m->fr[0] < units) return 0;
-    double end = m->ts[0] + dur;
-    for (Py_ssize_t j = 1; j < m->n && m->ts[j] < end; j++)
-        if (m->fr[j] < units) return 0;
-    return 1;
-}
-
 static int map_insert(Map *m, Py_ssize_t i, double t) {
     if (map_reserve_capacity(m, m->n + 1) < 0) return -1;
     memmove(m->ts + i + 1, m->ts + i, (size_t)(m->n - i) * sizeof(double));
@@ -280,16 +353,43 @@ static inline long long whole_nodes(long long units, long long per_node, long lo
     return u < total ? u : total;
 }
 
-/* plan(order, n_test, now, free, ends, horizon, min_step, per_node, total) -> list[int]
- * The backfill pass: indices (into order) of the jobs it starts now. */
+/* A running job's expected end in the map: rounded up to bf_resolution. */
+static inline double round_end(double t, double res) {
+    if (isinf(t) || res <= 1) return t;
+    return ceil(t / res) * res;
+}
+
+/* The arguments every map function ends with: see _map_args() in sim/engine.py. */
+static int parse_tail(PyObject *args, Py_ssize_t skip, Params *p, long long *free_now,
+                      PyObject **ends) {
+    PyObject *tail = PyTuple_GetSlice(args, skip, PyTuple_GET_SIZE(args));
+    if (tail == NULL) return -1;
+    int ok = PyArg_ParseTuple(tail, "dLO!ddLLdddd;map arguments: now, free, ends, horizon, "
+                              "min_step, per_node, total, window, linear, epoch, resolution",
+                              &p->now, free_now, &PyList_Type, ends, &p->horizon, &p->min_step,
+                              &p->per_node, &p->total, &p->window, &p->linear, &p->epoch, &p->res);
+    Py_DECREF(tail);
+    return ok ? 0 : -1;
+}
+
+typedef struct { double t, dur; long long units; } Held;
+
+/* plan(order, n_test, now, free, ends, horizon, min_step, per_node, total, window, linear,
+ *      epoch, resolution) -> list[int]
+ * The backfill pass: indices (into order) of the jobs it starts now. A job that waits
+ * reserves its earliest start (whole nodes); a job started now joins the running jobs, so
+ * the map is rebuilt with it (its end can regroup the others) and the reservations so far. */
 static PyObject *plan(PyObject *self, PyObject *args) {
-    PyObject *order, *ends;
-    Py_ssize_t n_test;
-    double now, horizon, min_step;
-    long long free_now, per_node, total;
-    if (!PyArg_ParseTuple(args, "O!ndLO!ddLL", &PyList_Type, &order, &n_test, &now, &free_now,
-                          &PyList_Type, &ends, &horizon, &min_step, &per_node, &total))
+    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyErr_SetString(PyExc_TypeError, "plan(order, n_test, ...): order must be a list");
         return NULL;
+    }
+    PyObject *order = PyTuple_GET_ITEM(args, 0), *ends;
+    Py_ssize_t n_test = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
+    if (n_test == -1 && PyErr_Occurred()) return NULL;
+    Params p;
+    long long free_now;
+    if (parse_tail(args, 2, &p, &free_now, &ends) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (n_test < n) n = n_test;
     PyObject *started = PyList_New(0);
@@ -297,58 +397,81 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     if (n <= 0) return started;
     long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
     double *limit = PyMem_Malloc((size_t)n * sizeof(double));
-    if (units == NULL || limit == NULL) { PyErr_NoMemory(); goto fail; }
+    Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
+    Py_ssize_t n_held = 0;
+    if (units == NULL || limit == NULL || held == NULL) { PyErr_NoMemory(); goto fail; }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
         if (check_job(job) < 0) goto fail;
         if (read_ll(slot(job, F_UNITS), &units[i]) < 0) goto fail;
         if (read_double(slot(job, F_LIMIT), &limit[i]) < 0) goto fail;
     }
-    if (map_build(&map, now, free_now, ends, horizon, min_step, total) < 0) goto fail;
-    /* Reservations only take units away, so a job that cannot start on the map of running
-     * jobs alone cannot start in this pass; past the last one that can, nothing changes. */
+    /* A job larger than the free units cannot start in this pass (starts only take units);
+     * past the last one that fits, nothing changes. */
     Py_ssize_t last = -1;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (units[i] <= free_now && map_fits_now(&map, units[i], limit[i])) last = i;
+        if (units[i] <= free_now) last = i;
+    if (last < 0) goto done;
+    if (ends_load(&ends_buf, ends) < 0) goto fail;
+    if (map_build(&map, &p, free_now, &ends_buf) < 0) goto fail;
+    long long free_left = free_now;
+    int stale = 0;
     for (Py_ssize_t i = 0; i <= last; i++) {
+        if (stale) {
+            if (map_build(&map, &p, free_left, &ends_buf) < 0) goto fail;
+            for (Py_ssize_t h = 0; h < n_held; h++)
+                if (map_reserve(&map, held[h].t, held[h].dur, held[h].units) < 0) goto fail;
+            stale = 0;
+        }
         int found;
         double t = map_earliest(&map, units[i], limit[i], &found);
         if (!found) continue;
-        if (t == now) {
+        if (t == p.now) {
             PyObject *idx = PyLong_FromSsize_t(i);
             if (idx == NULL || PyList_Append(started, idx) < 0) { Py_XDECREF(idx); goto fail; }
             Py_DECREF(idx);
-            if (map_reserve(&map, t, limit[i], units[i]) < 0) goto fail;
-        } else if (map_reserve(&map, t, limit[i], whole_nodes(units[i], per_node, total)) < 0) {
-            goto fail;
+            free_left -= units[i];
+            if (ends_insert(&ends_buf, round_end(p.now + limit[i], p.res), units[i]) < 0) goto fail;
+            stale = 1;
+        } else {
+            held[n_held] = (Held){t, limit[i], whole_nodes(units[i], p.per_node, p.total)};
+            if (map_reserve(&map, t, limit[i], held[n_held].units) < 0) goto fail;
+            n_held++;
         }
     }
+done:
     PyMem_Free(units);
     PyMem_Free(limit);
+    PyMem_Free(held);
     return started;
 fail:
     PyMem_Free(units);
     PyMem_Free(limit);
+    PyMem_Free(held);
     Py_DECREF(started);
     return NULL;
 }
 
-/* estimate(order, target, now, free, ends, horizon, min_step, per_node, total) -> float|None
+/* estimate(order, target, now, free, ends, ...) -> float | None
  * squeue --start: every job before `target` reserves its earliest start (whole nodes), then
  * the target's earliest start, or None when none lies within the horizon. */
 static PyObject *estimate(PyObject *self, PyObject *args) {
-    PyObject *order, *ends;
-    Py_ssize_t target;
-    double now, horizon, min_step;
-    long long free_now, per_node, total;
-    if (!PyArg_ParseTuple(args, "O!ndLO!ddLL", &PyList_Type, &order, &target, &now, &free_now,
-                          &PyList_Type, &ends, &horizon, &min_step, &per_node, &total))
+    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyErr_SetString(PyExc_TypeError, "estimate(order, target, ...): order must be a list");
         return NULL;
+    }
+    PyObject *order = PyTuple_GET_ITEM(args, 0), *ends;
+    Py_ssize_t target = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
+    if (target == -1 && PyErr_Occurred()) return NULL;
+    Params p;
+    long long free_now;
+    if (parse_tail(args, 2, &p, &free_now, &ends) < 0) return NULL;
     if (target < 0 || target >= PyList_GET_SIZE(order)) {
         PyErr_SetString(PyExc_IndexError, "target index out of range");
         return NULL;
     }
-    if (map_build(&map, now, free_now, ends, horizon, min_step, total) < 0) return NULL;
+    if (ends_load(&ends_buf, ends) < 0 || map_build(&map, &p, free_now, &ends_buf) < 0)
+        return NULL;
     for (Py_ssize_t i = 0; i <= target; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
         long long u;
@@ -362,7 +485,8 @@ static PyObject *estimate(PyObject *self, PyObject *args) {
             if (!found) Py_RETURN_NONE;
             return PyFloat_FromDouble(t);
         }
-        if (found && map_reserve(&map, t, lim, whole_nodes(u, per_node, total)) < 0) return NULL;
+        if (found && map_reserve(&map, t, lim, whole_nodes(u, p.per_node, p.total)) < 0)
+            return NULL;
     }
     Py_RETURN_NONE;
 }

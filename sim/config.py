@@ -65,6 +65,7 @@ class SlurmConfig:
     bf_window: float = 1440 * 60.0
     bf_resolution: float = 60.0
     bf_max_job_test: int = 500
+    bf_window_linear: float = 0.0
     units: str | None = None
     accounting: bool = True
     nodes: int = 0
@@ -115,6 +116,7 @@ _SCHED_SECONDS = {
     "bf_interval": "bf_interval",
     "bf_resolution": "bf_resolution",
     "batch_sched_delay": "batch_sched_delay",
+    "bf_window_linear": "bf_window_linear",
 }
 _WEIGHTS = {
     "priorityweightage": "weight_age",

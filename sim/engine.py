@@ -32,6 +32,8 @@ from sim.snapshot import QueueSnapshot
 from sim.traces.model import Trace
 
 _SUBMIT, _TIMER, _KICK, _END = 0, 1, 2, 3
+# Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
+WILL_RUN_WINDOW = 30.0
 _NAN = math.nan
 
 
@@ -117,7 +119,8 @@ class Simulator:
     """Replays a trace (and injected jobs) through Slurm's scheduling rules.
 
     ``total_units`` defaults to the trace's (``Trace.total_units``), else the config's node or
-    CPU count. All times are seconds relative to ``trace.start_epoch``.
+    CPU count. All times are seconds relative to ``epoch``, the Unix time of t = 0 (default
+    ``trace.start_epoch``, else 0): Slurm aligns its backfill start estimates to Unix time.
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class Simulator:
         *,
         total_units: int | None = None,
         seed: int = 0,
+        epoch: float | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.trace = trace
@@ -140,6 +144,9 @@ class Simulator:
         self.total_units = int(total_units)
         self.unit = unit
         self.seed = seed
+        if epoch is None:
+            epoch = trace.start_epoch if trace is not None else 0.0
+        self.epoch = float(epoch)
         n_users = int(trace.user.max()) + 1 if trace is not None and len(trace) else 1
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
         self._part_default = cfg.partition("")
@@ -720,21 +727,25 @@ class Simulator:
             for job in jobs:
                 self._start(job, backfill=False)
 
-    def _map_args(self) -> tuple[float, int, list[tuple[float, int, int]], float, float, int, int]:
+    def _map_args(self) -> tuple:
         """The backfill map's inputs (sim/_backfill.c): now, free units, running jobs'
-        expected ends, horizon (``bf_window``), resolution, units per node, cluster size.
-        Slurm's map is kept per node, so on a CPU-counted cluster a future reservation holds
-        whole nodes (``units per node`` > 1)."""
-        now = self.now
+        expected ends, horizon (``bf_window``), resolution, units per node, cluster size,
+        Slurm's first will-run window (30 s), ``bf_window_linear``, the Unix time of t = 0,
+        and ``bf_resolution`` again for the ends of jobs the pass starts. Slurm's map is kept
+        per node, so on a CPU-counted cluster a future reservation holds whole nodes (units
+        per node > 1)."""
+        now, cfg = self.now, self.cfg
         return (
-            now, self.free, self._ends, now + self.cfg.bf_window,
-            max(self.cfg.bf_resolution, 1.0), self._cpus_per_node, self.total_units,
+            now, self.free, self._ends, now + cfg.bf_window, max(cfg.bf_resolution, 1.0),
+            self._cpus_per_node, self.total_units, WILL_RUN_WINDOW, float(cfg.bf_window_linear),
+            self.epoch, float(cfg.bf_resolution),
         )
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
         every job that fits now without delaying the reservation of any job before it, and
-        reserve the others (sim/_backfill.c)."""
+        reserve the others. Start estimates free running jobs in Slurm's will-run groups
+        (sim/_backfill.c)."""
         self._refresh_priorities()
         order = self._order
         idx = _backfill.plan(order, self.cfg.bf_max_job_test, *self._map_args())

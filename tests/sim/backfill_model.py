@@ -3,11 +3,44 @@ tests/sim/test_backfill_core.py checks the compiled core (sim/_backfill.c) again
 
 A profile is two parallel lists: breakpoint times ``ts`` (ascending, ``ts[0]`` = now) and
 ``free[i]``, the units free on ``[ts[i], ts[i+1])``; the last entry extends to the horizon.
+
+Running jobs free their units in groups, as Slurm's select plugin sees them when it answers
+the backfill scheduler's "when can this job start" (``_will_run_test`` in cons_common's
+job_test.c, 22.05): it takes the running jobs in order of expected end and removes a group
+at a time, and a job that fits after a group starts when the group's *last* job ends. The
+groups are cut at a barrier: the first job's end rounded up to the next multiple of 30 s of
+Unix time (a whole multiple moves on by 30 s). The first group holds the jobs ending by the
+barrier + 30 s, and each further group's limit is the barrier + a window that doubles
+(grows by ``bf_window_linear`` seconds instead, when set) until it takes in the next job.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import math
+from bisect import bisect_left, insort
+
+
+def group_ends(ends: list[tuple[float, int, int]], window: float = 30.0, linear: float = 0.0,
+               epoch: float = 0.0) -> list[tuple[float, int, int]]:
+    """(time, tie, units) at which running jobs free their units in Slurm's groups;
+    ``window <= 0`` keeps every end as it is."""
+    if window <= 0 or not ends:
+        return list(ends)
+    out = []
+    first = ends[0][0]
+    barrier = first + window - (first + epoch) % window
+    i, n = 0, len(ends)
+    while i < n:
+        units = 0
+        while True:
+            units += ends[i][2]
+            i += 1
+            if i == n or ends[i][0] > barrier + window:
+                break
+        out.append((ends[i - 1][0], 0, units))
+        while i < n and ends[i][0] > barrier + window:
+            window = window + linear if linear > 0 else window * 2
+    return out
 
 
 class Profile:
@@ -15,10 +48,12 @@ class Profile:
 
     def __init__(
         self, now: float, free_now: int, ends: list[tuple[float, int, int]], horizon: float,
-        min_step: float = 1.0,
+        min_step: float = 1.0, window: float = 0.0, linear: float = 0.0, epoch: float = 0.0,
     ) -> None:
         """``ends``: (expected end, tie, units) of running jobs, sorted by end. An end that is
-        already due counts as ``min_step`` from now (the job is still being cleaned up)."""
+        already due counts as ``min_step`` from now (the job is still being cleaned up);
+        ``window`` > 0 frees them in Slurm's groups (:func:`group_ends`)."""
+        ends = group_ends(ends, window, linear, epoch)
         ts = [now]
         free = [free_now]
         cur = free_now
@@ -92,28 +127,39 @@ def whole_nodes(units: int, per_node: int, total: int) -> int:
     return min(-(-units // per_node) * per_node, total)
 
 
+def round_end(t: float, res: float) -> float:
+    return t if math.isinf(t) or res <= 1 else math.ceil(t / res) * res
+
+
 def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int, ends: list,
-               horizon: float, min_step: float, per_node: int, total: int) -> list[int]:
+               horizon: float, min_step: float, per_node: int, total: int, window: float,
+               linear: float, epoch: float, res: float) -> list[int]:
     """The backfill pass over (units, limit) jobs in priority order: indices started now.
-    Walks every tested job (no early stop), as Slurm does."""
-    prof = Profile(now, free, ends, horizon, min_step)
+    Walks every tested job (no early stop) and builds a fresh map for every job."""
+    ends = list(ends)
+    held: list[tuple[float, float, int]] = []
     started = []
     for i, (units, limit) in enumerate(jobs[:n_test]):
+        prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch)
+        for r in held:
+            prof.reserve(*r)
         t = prof.earliest(units, limit)
         if t is None:
             continue
         if t == now:
             started.append(i)
-            prof.reserve(t, limit, units)
+            free -= units
+            insort(ends, (round_end(now + limit, res), -1, units))
         else:
-            prof.reserve(t, limit, whole_nodes(units, per_node, total))
+            held.append((t, limit, whole_nodes(units, per_node, total)))
     return started
 
 
 def estimate_model(jobs: list[tuple[int, float]], target: int, now: float, free: int, ends: list,
-                   horizon: float, min_step: float, per_node: int, total: int) -> float | None:
+                   horizon: float, min_step: float, per_node: int, total: int, window: float,
+                   linear: float, epoch: float, res: float) -> float | None:
     """squeue --start for jobs[target]: every job before it reserves (whole nodes) first."""
-    prof = Profile(now, free, ends, horizon, min_step)
+    prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch)
     for i, (units, limit) in enumerate(jobs[: target + 1]):
         t = prof.earliest(units, limit)
         if i == target:

@@ -40,10 +40,15 @@ def backfill_cases(draw):
     running.sort()
     limits = st.sampled_from([1.0, 30.0, 59.0, 60.0, 61.0, 120.0, 600.0, 3600.0, 7200.0])
     jobs = draw(st.lists(st.tuples(st.integers(1, total), limits), max_size=20))
-    window = draw(st.sampled_from([600.0, 3600.0, 86400.0]))
+    horizon = NOW + draw(st.sampled_from([600.0, 3600.0, 86400.0]))
     min_step = draw(st.sampled_from([1.0, 60.0]))
     n_test = draw(st.integers(0, 25))
-    return jobs, n_test, (NOW, total - used, running, NOW + window, min_step, per_node, total)
+    group = draw(st.sampled_from([0.0, 30.0, 30.0]))  # Slurm's will-run window, or none
+    linear = draw(st.sampled_from([0.0, 0.0, 60.0]))
+    epoch = draw(st.sampled_from([0.0, 7.0, 19.5, 1.7e9]))
+    res = draw(st.sampled_from([1.0, 60.0]))
+    return jobs, n_test, (NOW, total - used, running, horizon, min_step, per_node, total, group,
+                          linear, epoch, res)
 
 
 @settings(max_examples=400, deadline=None)
@@ -65,14 +70,42 @@ def test_estimate_matches_the_model(case, data):
     assert _backfill.estimate(order, target, *args) == estimate_model(jobs, target, *args)
 
 
+def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1):
+    return (NOW, free, ends, NOW + 86400, 1.0, per_node, total, group, 0.0, epoch, 1.0)
+
+
 def test_a_hand_worked_pass():
     # 10 units, 8 busy until t=1100. Job 0 wants 10 (reserved at 1100); job 1 (2 units,
     # 100 s) fits before it; job 2 (2 units, 200 s) would overlap the reservation.
-    args = (NOW, 2, [(1100.0, 0, 8)], NOW + 86400, 1.0, 1, 10)
+    args = map_args(2, [(1100.0, 0, 8)])
     order = [make_job(10, 100.0), make_job(2, 100.0, seq=1), make_job(2, 200.0, seq=2)]
     assert _backfill.plan(order, 500, *args) == [1]
     assert _backfill.estimate(order, 0, *args) == 1100.0
     assert _backfill.estimate(order, 2, *args) == 1200.0
+
+
+def test_running_jobs_free_their_units_in_slurms_will_run_groups():
+    # 16 units, 2 free; running jobs may run until 1100 (2 units), 1145 (4) and 1300 (8).
+    # With t = 0 at Unix time 0, the first end rounds up to the barrier 1110 and the first
+    # group takes every job ending by 1140: only the first; the window then doubles to 60,
+    # taking in 1145 by 1170. A job of 4 units fits once the first group is gone: 1100.
+    ends = [(1100.0, 0, 2), (1145.0, 1, 4), (1300.0, 2, 8)]
+    job = [make_job(4, 60.0)]
+    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, epoch=0.0)) == 1100.0
+    # Shift t = 0 to Unix time 10: 1100 lies on a 30-s multiple (1110), which moves the
+    # barrier a whole window on, to 1140; the first group takes in 1145 (by 1170) and frees
+    # both at once, at 1145.
+    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, epoch=10.0)) == 1145.0
+    # Without groups the job starts at the first end that frees enough units.
+    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, group=0.0, epoch=10.0)) == 1100.0
+    # A job started by the pass joins the running jobs and can regroup them for the next:
+    # here job 1 starts now (2 units, ends by 1030), which becomes the first end (barrier
+    # 1050, cut 1080), so job 2's 4 units come free at 1100 instead of at 1145.
+    order = [make_job(2, 30.0), make_job(4, 60.0, seq=1)]
+    args = map_args(2, ends, total=16, epoch=10.0)
+    assert _backfill.plan(order, 500, *args) == [0]
+    # (squeue --start starts nothing: job 0 only reserves, and job 1 still waits for 1145)
+    assert _backfill.estimate(order, 1, *args) == estimate_model([(2, 30.0), (4, 60.0)], 1, *args) == 1145.0
 
 
 def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
@@ -125,10 +158,12 @@ def test_fairshare_tick_matches_numpy():
 
 def test_rejects_what_is_not_a_job():
     with pytest.raises(TypeError):
-        _backfill.plan([object()], 10, NOW, 1, [], NOW + 600, 1.0, 1, 1)
+        _backfill.plan([object()], 10, *map_args(1, []))
     job = _Job()  # fields unset
     with pytest.raises(AttributeError):
-        _backfill.plan([job], 10, NOW, 1, [], NOW + 600, 1.0, 1, 1)
+        _backfill.plan([job], 10, *map_args(1, []))
+    with pytest.raises(TypeError):
+        _backfill.plan([make_job(1, 1.0)], 10, NOW, 1, [])  # map arguments missing
     with pytest.raises(TypeError):
         _backfill.refresh([make_job(1, 1.0)], NOW, 1.0, 1.0, 1.0, [1.0])  # not an array
-    assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, NOW, 1, [], NOW + 600, 1.0, 1, 1))
+    assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, *map_args(1, [])))

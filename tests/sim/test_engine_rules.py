@@ -217,3 +217,23 @@ def test_batch_submissions_wait_for_batch_sched_delay_or_backfill():
     sim.run()
     assert starts(sim)[1] == 2.0 and sim.records[0].backfill  # the backfill tick came first
 
+
+
+def test_backfill_estimates_free_running_jobs_in_slurms_will_run_groups():
+    # Slurm's will-run test frees running jobs in groups cut at a 30-s-aligned barrier and
+    # starts a job at the end of the group's last job (measured on Slurm 22.05: see
+    # sim/_backfill.c). One 16-CPU node; A (2 CPUs) may run until 100, B (4) until 115. D (4)
+    # would fit at 100, but A and B fall in one group (100 rounds up to the barrier 120, and
+    # the group takes in everything ending by 150), so D's reservation starts at 115 -- and E
+    # (2 CPUs, limit 60), which cannot end by 100, is backfilled when F's 2 CPUs free up.
+    cfg = SlurmConfig.from_text(
+        "SelectTypeParameters=CR_CPU\nNodeName=n1 CPUs=16\n"
+        "SchedulerParameters=bf_resolution=1,bf_interval=1\n"
+    )
+    rows = [(0, 90, 100, 2), (0, 110, 115, 4), (0, 290, 300, 8), (0, 45, 300, 2),
+            (1, 10, 60, 4), (1, 10, 60, 2)]
+    sim = Simulator(make_trace(rows, total=16, unit="cpus"), cfg)
+    sim.run()
+    s = starts(sim)
+    assert s[6] == 46.0  # F ends at 45; the backfill pass sees it a second later
+    assert s[5] == 90.0  # A ends early: the main scheduler starts D at once

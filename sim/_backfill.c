@@ -359,10 +359,18 @@ static inline double round_end(double t, double res) {
     return ceil(t / res) * res;
 }
 
-/* The arguments every map function ends with: see _map_args() in sim/engine.py. */
-static int parse_tail(PyObject *args, Py_ssize_t skip, Params *p, long long *free_now,
-                      PyObject **ends) {
-    PyObject *tail = PyTuple_GetSlice(args, skip, PyTuple_GET_SIZE(args));
+/* The arguments of plan() and estimate(): the queue (a list of jobs), an index, then the map
+ * arguments of _map_args() in sim/engine.py. */
+static int parse_map_call(PyObject *args, const char *fname, PyObject **order, Py_ssize_t *index,
+                          Params *p, long long *free_now, PyObject **ends) {
+    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyErr_Format(PyExc_TypeError, "%s(order, index, ...): order must be a list", fname);
+        return -1;
+    }
+    *order = PyTuple_GET_ITEM(args, 0);
+    *index = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
+    if (*index == -1 && PyErr_Occurred()) return -1;
+    PyObject *tail = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
     if (tail == NULL) return -1;
     int ok = PyArg_ParseTuple(tail, "dLO!ddLLdddd;map arguments: now, free, ends, horizon, "
                               "min_step, per_node, total, window, linear, epoch, resolution",
@@ -380,16 +388,11 @@ typedef struct { double t, dur; long long units; } Held;
  * reserves its earliest start (whole nodes); a job started now joins the running jobs, so
  * the map is rebuilt with it (its end can regroup the others) and the reservations so far. */
 static PyObject *plan(PyObject *self, PyObject *args) {
-    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
-        PyErr_SetString(PyExc_TypeError, "plan(order, n_test, ...): order must be a list");
-        return NULL;
-    }
-    PyObject *order = PyTuple_GET_ITEM(args, 0), *ends;
-    Py_ssize_t n_test = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
-    if (n_test == -1 && PyErr_Occurred()) return NULL;
+    PyObject *order, *ends;
+    Py_ssize_t n_test;
     Params p;
     long long free_now;
-    if (parse_tail(args, 2, &p, &free_now, &ends) < 0) return NULL;
+    if (parse_map_call(args, "plan", &order, &n_test, &p, &free_now, &ends) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (n_test < n) n = n_test;
     PyObject *started = PyList_New(0);
@@ -456,16 +459,11 @@ fail:
  * squeue --start: every job before `target` reserves its earliest start (whole nodes), then
  * the target's earliest start, or None when none lies within the horizon. */
 static PyObject *estimate(PyObject *self, PyObject *args) {
-    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
-        PyErr_SetString(PyExc_TypeError, "estimate(order, target, ...): order must be a list");
-        return NULL;
-    }
-    PyObject *order = PyTuple_GET_ITEM(args, 0), *ends;
-    Py_ssize_t target = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
-    if (target == -1 && PyErr_Occurred()) return NULL;
+    PyObject *order, *ends;
+    Py_ssize_t target;
     Params p;
     long long free_now;
-    if (parse_tail(args, 2, &p, &free_now, &ends) < 0) return NULL;
+    if (parse_map_call(args, "estimate", &order, &target, &p, &free_now, &ends) < 0) return NULL;
     if (target < 0 || target >= PyList_GET_SIZE(order)) {
         PyErr_SetString(PyExc_IndexError, "target index out of range");
         return NULL;

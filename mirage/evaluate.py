@@ -160,6 +160,9 @@ def markdown_table(summary: list[dict[str, Any]]) -> str:
     for level in dict.fromkeys(s["level"] for s in summary):
         part = [s for s in summary if s["level"] == level]
         n = part[0]["chains"] if part else 0
+        if n == 0:
+            lines += [f"### load: {level} (0 chains)", ""]
+            continue
         lines += [
             f"### load: {level} ({n} chains)",
             "",

@@ -92,3 +92,16 @@ def test_registry():
     with pytest.raises(ValueError, match="unknown policy"):
         load_policy("nope")
     assert math.isfinite(upper_bound_index(1, 0.5, 0.95))
+
+
+def test_summary_table_skips_load_levels_without_chains():
+    from mirage.evaluate import markdown_table, summarise
+
+    # Two chains, both with a long reactive gap: only "all" and "heavy" have chains.
+    rows = [
+        {"agent": a, "t0": t0, "gap": gap, "overlap_node_hours": 0.0, "error": ""}
+        for t0 in (0.0, 1.0) for a, gap in (("reactive", 20 * 3600.0), ("average", 3600.0))
+    ]
+    table = markdown_table(summarise(rows, ["reactive", "average"]))
+    assert "### load: low (0 chains)" in table and "nan" not in table
+    assert "| average | 1.00 |" in table

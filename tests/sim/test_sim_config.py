@@ -13,7 +13,7 @@ CONF = """
 # a site's slurm.conf (excerpt)
 ClusterName=test
 SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=10,bf_window=2880,bf_resolution=30,bf_max_job_test=200,default_queue_depth=50,sched_interval=20
+SchedulerParameters=bf_interval=10,bf_window=2880,bf_resolution=30,bf_max_job_test=200,default_queue_depth=50,sched_interval=20,bf_window_linear=90
 PriorityType=priority/multifactor
 PriorityWeightAge=1000
 PriorityWeightFairshare=10000   # comment
@@ -33,6 +33,7 @@ def test_reads_the_scheduling_subset(tmp_path):
     path.write_text(CONF)
     cfg = SlurmConfig.from_file(path)
     assert cfg.bf_interval == 10 and cfg.bf_window == 2880 * 60 and cfg.bf_resolution == 30
+    assert cfg.bf_window_linear == 90
     assert cfg.bf_max_job_test == 200 and cfg.default_queue_depth == 50 and cfg.sched_interval == 20
     assert cfg.multifactor and cfg.weight_fairshare == 10000 and cfg.weight_job_size == 500
     assert cfg.max_age == 86400 and cfg.decay_half_life == 14 * 86400 and cfg.calc_period == 120

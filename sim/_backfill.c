@@ -104,18 +104,32 @@ typedef struct {
 
 static Map map = {0};
 
-static int map_reserve_capacity(Map *m, Py_ssize_t need) {
-    if (need <= m->cap) return 0;
-    Py_ssize_t cap = m->cap ? m->cap : 256;
-    while (cap < need) cap *= 2;
-    double *ts = PyMem_Realloc(m->ts, cap * sizeof(double));
-    if (ts == NULL) { PyErr_NoMemory(); return -1; }
-    m->ts = ts;
-    long long *fr = PyMem_Realloc(m->fr, cap * sizeof(long long));
-    if (fr == NULL) { PyErr_NoMemory(); return -1; }
-    m->fr = fr;
-    m->cap = cap;
+/* Both the map and the list of ends are a pair of parallel arrays (times and unit counts)
+ * that grow by doubling and take insertions in the middle. */
+static int grow_pair(double **t, long long **u, Py_ssize_t *cap, Py_ssize_t need) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    double *nt = PyMem_Realloc(*t, (size_t)c * sizeof(double));
+    if (nt == NULL) { PyErr_NoMemory(); return -1; }
+    *t = nt;
+    long long *nu = PyMem_Realloc(*u, (size_t)c * sizeof(long long));
+    if (nu == NULL) { PyErr_NoMemory(); return -1; }
+    *u = nu;
+    *cap = c;
     return 0;
+}
+
+/* Open a slot at i (of n) and fill it with (t, u). The capacity must allow n + 1. */
+static void insert_pair(double *ts, long long *us, Py_ssize_t n, Py_ssize_t i, double t, long long u) {
+    memmove(ts + i + 1, ts + i, (size_t)(n - i) * sizeof(double));
+    memmove(us + i + 1, us + i, (size_t)(n - i) * sizeof(long long));
+    ts[i] = t;
+    us[i] = u;
+}
+
+static int map_reserve_capacity(Map *m, Py_ssize_t need) {
+    return grow_pair(&m->ts, &m->fr, &m->cap, need);
 }
 
 /* Running jobs' expected ends as plain arrays, sorted by end. */
@@ -128,17 +142,7 @@ typedef struct {
 static Ends ends_buf = {0};
 
 static int ends_reserve(Ends *e, Py_ssize_t need) {
-    if (need <= e->cap) return 0;
-    Py_ssize_t cap = e->cap ? e->cap : 256;
-    while (cap < need) cap *= 2;
-    double *t = PyMem_Realloc(e->t, (size_t)cap * sizeof(double));
-    if (t == NULL) { PyErr_NoMemory(); return -1; }
-    e->t = t;
-    long long *u = PyMem_Realloc(e->u, (size_t)cap * sizeof(long long));
-    if (u == NULL) { PyErr_NoMemory(); return -1; }
-    e->u = u;
-    e->cap = cap;
-    return 0;
+    return grow_pair(&e->t, &e->u, &e->cap, need);
 }
 
 /* ends: a list of (end, tie, units) tuples sorted by end. */
@@ -166,10 +170,7 @@ static int ends_insert(Ends *e, double t, long long u) {
         Py_ssize_t mid = (lo + hi) >> 1;
         if (e->t[mid] <= t) lo = mid + 1; else hi = mid;
     }
-    memmove(e->t + lo + 1, e->t + lo, (size_t)(e->n - lo) * sizeof(double));
-    memmove(e->u + lo + 1, e->u + lo, (size_t)(e->n - lo) * sizeof(long long));
-    e->t[lo] = t;
-    e->u[lo] = u;
+    insert_pair(e->t, e->u, e->n, lo, t, u);
     e->n++;
     return 0;
 }
@@ -324,10 +325,7 @@ static double map_earliest(Map *m, long long units, double dur, int *found) {
 
 static int map_insert(Map *m, Py_ssize_t i, double t) {
     if (map_reserve_capacity(m, m->n + 1) < 0) return -1;
-    memmove(m->ts + i + 1, m->ts + i, (size_t)(m->n - i) * sizeof(double));
-    memmove(m->fr + i + 1, m->fr + i, (size_t)(m->n - i) * sizeof(long long));
-    m->ts[i] = t;
-    m->fr[i] = m->fr[i - 1];
+    insert_pair(m->ts, m->fr, m->n, i, t, m->fr[i - 1]);
     m->n++;
     return 0;
 }

@@ -7,11 +7,13 @@ import numpy as np
 def register(cls: type, /) -> None: ...
 def plan(
     order: list[Any], n_test: int, now: float, free: int, ends: list[tuple[float, int, int]],
-    horizon: float, min_step: float, per_node: int, total: int, /,
+    horizon: float, min_step: float, per_node: int, total: int, window: float, linear: float,
+    epoch: float, resolution: float, /,
 ) -> list[int]: ...
 def estimate(
     order: list[Any], target: int, now: float, free: int, ends: list[tuple[float, int, int]],
-    horizon: float, min_step: float, per_node: int, total: int, /,
+    horizon: float, min_step: float, per_node: int, total: int, window: float, linear: float,
+    epoch: float, resolution: float, /,
 ) -> float | None: ...
 def refresh(
     order: list[Any], tick: float, w_age: float, max_age: float, w_fs: float,

@@ -757,6 +757,23 @@ class Simulator:
                 self._start(job, backfill=True)
 
 
+def will_run_start(
+    units: int, limit: float, now: float, free: int, ends: list[tuple[float, int, int]],
+    epoch: float, *, window: float = WILL_RUN_WINDOW, linear: float = 0.0,
+    horizon: float = 86400.0,
+) -> float | None:
+    """The earliest start Slurm's will-run test gives one job with no reservations ahead of
+    it: ``free`` units now and running jobs' ``ends`` ((expected end, tie, units), sorted),
+    times in seconds after the Unix time ``epoch``; ``window=0`` is a plain earliest fit."""
+    job = _Job()
+    job.units, job.limit, job.seq, job.static, job.accrue = int(units), float(limit), 0, 0.0, now
+    job.user, job.tier, job.prio, job.key = 0, 0, 1, (0, -1, 0)
+    return _backfill.estimate(
+        [job], 0, now, free, ends, now + horizon, 1.0, 1, free + sum(e[2] for e in ends),
+        window, linear, epoch, 1.0,
+    )
+
+
 def _round_end(t: float, res: float) -> float:
     """A running job's expected end in the backfill map: rounded up to ``bf_resolution``."""
     if math.isinf(t) or res <= 1:

@@ -89,20 +89,6 @@ class Profile:
                 return ts[i]
         return None
 
-    def fits_now(self, units: int, duration: float) -> bool:
-        """Whether ``units`` are free from now for ``duration``."""
-        ts, free = self.ts, self.free
-        if free[0] < units:
-            return False
-        end = ts[0] + duration
-        j = 1
-        n = len(ts)
-        while j < n and ts[j] < end:
-            if free[j] < units:
-                return False
-            j += 1
-        return True
-
     def reserve(self, start: float, duration: float, units: int) -> None:
         """Take ``units`` over ``[start, start + duration)`` (cut at the horizon)."""
         end = min(start + duration, self.horizon)

@@ -167,3 +167,12 @@ def test_rejects_what_is_not_a_job():
     with pytest.raises(TypeError):
         _backfill.refresh([make_job(1, 1.0)], NOW, 1.0, 1.0, 1.0, [1.0])  # not an array
     assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, *map_args(1, [])))
+
+
+def test_will_run_start_is_the_estimate_of_one_job():
+    from sim.engine import will_run_start
+
+    ends = [(1100.0, 0, 2), (1145.0, 1, 4), (1300.0, 2, 8)]
+    assert will_run_start(4, 60.0, NOW, 2, ends, 10.0) == 1145.0  # grouped, as above
+    assert will_run_start(4, 60.0, NOW, 2, ends, 10.0, window=0.0) == 1100.0
+    assert will_run_start(2, 60.0, NOW, 2, ends, 10.0) == NOW

@@ -25,8 +25,17 @@ import numpy as np
 
 from sim.snapshot import QueueSnapshot
 
-FEATURE_VERSION = 1
-"""Bumped whenever the meaning or order of a feature changes; stored with every model."""
+FEATURE_VERSION = 2
+"""Bumped whenever the meaning or order of a feature changes; stored with every model.
+2: work-based queue features (pending and running node-hours) and the scheduler's start
+estimate for the successor in the context row."""
+
+WINDOW = 144
+"""Default history length in samples (24 h of 10-minute samples)."""
+SAMPLE_INTERVAL = 600.0
+"""Default seconds between queue samples."""
+DECISION_INTERVAL = 600.0
+"""Default seconds between decisions on a live chain and in evaluation."""
 
 QUEUE_FEATURES: tuple[str, ...] = (
     "pend_count",
@@ -53,8 +62,14 @@ QUEUE_FEATURES: tuple[str, ...] = (
     "started_wait_p50",
     "started_wait_p90",
     "started_wait_max",
+    "pend_work",
+    "pend_eligible_work",
+    "run_work",
 )
-"""Per-sample summary features (columns of the history rows)."""
+"""Per-sample summary features (columns of the history rows). ``*_work``: node-seconds
+(pending: units x limit; running: units x remaining limit) over ``total_units x max_limit``,
+i.e. how many maximum-limit periods the whole cluster needs for that work: what decides a
+new job's wait under age-based priority, where every pending job outranks it."""
 
 CONTEXT_FEATURES: tuple[str, ...] = (
     "pred_units",
@@ -66,11 +81,22 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "pred_remaining_log",
     "succ_units",
     "succ_limit",
+    "est_known",
+    "est_wait",
+    "est_late",
+    "est_early",
 )
-"""The chain's own features (the last row of the observation)."""
+"""The chain's own features (the last row of the observation). ``est_*``: the scheduler's
+start estimate for a successor submitted now (``sbatch --test-only`` live, a probe in the
+simulator): known flag, its wait, and how far after (``late``) or before (``early``) the
+predecessor's end it would start, as fractions of ``max_limit``."""
 
 N_FEATURES = len(QUEUE_FEATURES)
 assert len(CONTEXT_FEATURES) <= N_FEATURES
+Q = {name: i for i, name in enumerate(QUEUE_FEATURES)}
+"""Column of each queue feature."""
+C = {name: i for i, name in enumerate(CONTEXT_FEATURES)}
+"""Column of each context feature in the last row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +113,8 @@ class ChainState:
     pred_start: float
     succ_units: int
     succ_limit: float
+    est_start: float = math.nan
+    """The scheduler's expected start of a successor submitted now; NaN if unknown."""
 
     @property
     def pred_elapsed(self) -> float:
@@ -127,8 +155,8 @@ class ObservationBuilder:
         self,
         total_units: int,
         max_limit: float,
-        window: int = 144,
-        sample_interval: float = 600.0,
+        window: int = WINDOW,
+        sample_interval: float = SAMPLE_INTERVAL,
         wait_horizon: float = 86400.0,
     ) -> None:
         if total_units <= 0:
@@ -202,44 +230,60 @@ class ObservationBuilder:
         row = np.zeros(N_FEATURES, np.float32)
         pu = snap.pend_units
         ru = snap.run_units
-        row[0] = math.log1p(pu.shape[0]) * self._count_norm
-        row[1] = math.log1p(ru.shape[0]) * self._count_norm
-        row[2] = pu.sum() * u
-        row[3] = pu[~np.isnan(snap.pend_eligible)].sum() * u
-        row[4] = ru.sum() * u
+        row[Q["pend_count"]] = math.log1p(pu.shape[0]) * self._count_norm
+        row[Q["run_count"]] = math.log1p(ru.shape[0]) * self._count_norm
+        row[Q["pend_units"]] = pu.sum() * u
+        eligible = ~np.isnan(snap.pend_eligible)
+        row[Q["pend_eligible_units"]] = pu[eligible].sum() * u
+        row[Q["run_units"]] = ru.sum() * u
         if pu.shape[0]:
-            pl = np.sort(snap.pend_limit)
-            row[5] = _q(pl, 0.5) * lim
-            row[6] = _q(pl, 0.9) * lim
-            pw = np.sort(snap.time - snap.pend_submit)
-            row[7] = self._wait(_q(pw, 0.5))
-            row[8] = self._wait(_q(pw, 0.9))
-            row[9] = self._wait(pw[-1])
-            ps = np.sort(pu)
-            row[10] = _q(ps, 0.5) * u
-            row[11] = _q(ps, 0.9) * u
+            self._pending_features(row, snap, eligible, u, lim)
         if ru.shape[0]:
-            row[12] = _q(np.sort(snap.run_limit), 0.5) * lim
-            elapsed = snap.time - snap.run_start
-            row[13] = _q(np.sort(elapsed), 0.5) * lim
-            remaining = np.maximum(snap.run_limit - elapsed, 0.0)
-            order = np.argsort(remaining)
-            rem = remaining[order]
-            row[14] = rem[min(int(0.1 * rem.shape[0]), rem.shape[0] - 1)] * lim
-            row[15] = rem[min(int(0.5 * rem.shape[0]), rem.shape[0] - 1)] * lim
-            freed = np.cumsum(ru[order])
-            for col, horizon in ((16, 3600.0), (17, 6 * 3600.0), (18, 24 * 3600.0)):
-                k = int(np.searchsorted(rem, horizon, side="right"))
-                row[col] = (freed[k - 1] if k else 0) * u
+            self._running_features(row, snap, u, lim)
         waits = self._start_wait
         if waits.shape[0]:
             sw = np.sort(waits)
-            row[19] = math.log1p(sw.shape[0]) * self._count_norm
-            row[20] = self._wait(float(sw.mean()))
-            row[21] = self._wait(_q(sw, 0.5))
-            row[22] = self._wait(_q(sw, 0.9))
-            row[23] = self._wait(sw[-1])
+            row[Q["started_count"]] = math.log1p(sw.shape[0]) * self._count_norm
+            row[Q["started_wait_mean"]] = self._wait(float(sw.mean()))
+            row[Q["started_wait_p50"]] = self._wait(_q(sw, 0.5))
+            row[Q["started_wait_p90"]] = self._wait(_q(sw, 0.9))
+            row[Q["started_wait_max"]] = self._wait(sw[-1])
         return row
+
+    def _pending_features(
+        self, row: np.ndarray, snap: QueueSnapshot, eligible: np.ndarray, u: float, lim: float
+    ) -> None:
+        pu = snap.pend_units
+        pl = np.sort(snap.pend_limit)
+        row[Q["pend_limit_p50"]] = _q(pl, 0.5) * lim
+        row[Q["pend_limit_p90"]] = _q(pl, 0.9) * lim
+        pw = np.sort(snap.time - snap.pend_submit)
+        row[Q["pend_wait_p50"]] = self._wait(_q(pw, 0.5))
+        row[Q["pend_wait_p90"]] = self._wait(_q(pw, 0.9))
+        row[Q["pend_wait_max"]] = self._wait(pw[-1])
+        ps = np.sort(pu)
+        row[Q["pend_job_units_p50"]] = _q(ps, 0.5) * u
+        row[Q["pend_job_units_p90"]] = _q(ps, 0.9) * u
+        work = pu * np.minimum(snap.pend_limit, self.max_limit)
+        row[Q["pend_work"]] = work.sum() * u * lim
+        row[Q["pend_eligible_work"]] = work[eligible].sum() * u * lim
+
+    def _running_features(self, row: np.ndarray, snap: QueueSnapshot, u: float, lim: float) -> None:
+        ru = snap.run_units
+        row[Q["run_limit_p50"]] = _q(np.sort(snap.run_limit), 0.5) * lim
+        elapsed = snap.time - snap.run_start
+        row[Q["run_elapsed_p50"]] = _q(np.sort(elapsed), 0.5) * lim
+        remaining = np.maximum(snap.run_limit - elapsed, 0.0)
+        order = np.argsort(remaining)
+        rem = remaining[order]
+        row[Q["run_remaining_p10"]] = _q(rem, 0.1) * lim
+        row[Q["run_remaining_p50"]] = _q(rem, 0.5) * lim
+        freed = np.cumsum(ru[order])
+        for name, horizon in (("free_in_1h", 3600.0), ("free_in_6h", 6 * 3600.0),
+                              ("free_in_24h", 24 * 3600.0)):
+            k = int(np.searchsorted(rem, horizon, side="right"))
+            row[Q[name]] = (freed[k - 1] if k else 0) * u
+        row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim
 
     def push(self, snap: QueueSnapshot) -> np.ndarray:
         """Add one sample to the history; returns its row."""
@@ -259,16 +303,23 @@ class ObservationBuilder:
         lim = 1.0 / self.max_limit
         started = not math.isnan(chain.pred_start)
         row = np.zeros(N_FEATURES, np.float32)
-        row[0] = chain.pred_units * u
-        row[1] = chain.pred_limit * lim
-        row[2] = 1.0 if started else 0.0
+        row[C["pred_units"]] = chain.pred_units * u
+        row[C["pred_limit"]] = chain.pred_limit * lim
+        row[C["pred_started"]] = 1.0 if started else 0.0
         waited = (chain.pred_start if started else chain.now) - chain.pred_submit
-        row[3] = self._wait(waited)
-        row[4] = chain.pred_elapsed * lim
-        row[5] = chain.pred_remaining * lim
-        row[6] = self._wait(chain.pred_remaining)
-        row[7] = chain.succ_units * u
-        row[8] = chain.succ_limit * lim
+        row[C["pred_wait"]] = self._wait(waited)
+        row[C["pred_elapsed"]] = chain.pred_elapsed * lim
+        row[C["pred_remaining"]] = chain.pred_remaining * lim
+        row[C["pred_remaining_log"]] = self._wait(chain.pred_remaining)
+        row[C["succ_units"]] = chain.succ_units * u
+        row[C["succ_limit"]] = chain.succ_limit * lim
+        if not math.isnan(chain.est_start):
+            wait = max(chain.est_start - chain.now, 0.0)
+            late = wait - chain.pred_remaining  # > 0: would start after the predecessor ends
+            row[C["est_known"]] = 1.0
+            row[C["est_wait"]] = self._wait(wait)
+            row[C["est_late"]] = min(max(late, 0.0) * lim, 4.0)
+            row[C["est_early"]] = min(max(-late, 0.0) * lim, 4.0)
         return row
 
     def observe(self, chain: ChainState) -> np.ndarray:

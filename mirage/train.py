@@ -1,9 +1,16 @@
-"""``mirage train``: train an agent on ``mirage/Chain-v0`` and save it with its metadata.
+"""``mirage train``: train an agent and save it with its metadata.
 
-Example::
+From hindsight data (the default way; ``mirage dataset`` makes the files)::
 
-    mirage train --trace ../shared/traces/ls6-a100.log --total-units 72 \
-        --agent dqn --steps 120000 --seed 0 --out runs/dqn.zip
+    mirage train --agent moe-dqn --dataset runs/train.parquet \
+        --validation runs/validation.parquet --seed 0 --out runs/moe-dqn.zip
+
+The agent learns from the training file (fitted Q iteration for the DQN agents, behaviour
+cloning of the hindsight oracle for the PG agents, regression for ``gap-regressor``), then
+its submit threshold is chosen on the validation file, where any threshold's outcome is
+known exactly. ``--online-steps N --trace T`` adds SB3's own online learning on
+``mirage/Chain-v0`` afterwards. Without ``--dataset`` the agent learns by RL alone on the
+env (``--trace``, ``--steps``), as before hindsight data existed.
 """
 
 from __future__ import annotations
@@ -17,85 +24,99 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
+
 from mirage.agents import LEARNED
 from mirage.agents.common.model_io import algo_module, save_model
+from mirage.dataset import DatasetError, HindsightData
 from mirage.envs import ChainEnv, ChainSpec, ChainWorld
+from mirage.envs.options import add_world_args, build_world, chain_spec, unit_sizes
 from mirage.observation import FEATURE_VERSION
 
-
-def add_world_args(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``train`` and ``eval`` that shape the simulated world."""
-    p.add_argument("--trace", required=True, help="trace file (SWF, sacct export or CSV)")
-    p.add_argument("--total-units", default=None,
-                   help="cluster size in the trace's units (default: 72 for the LS6 log, "
-                   "else the trace's); training "
-                   "takes a comma list, e.g. 70,72,76: one world per size, picked at random "
-                   "per episode")
-    p.add_argument("--window", type=int, default=144, help="history samples (default 144)")
-    p.add_argument("--sample-interval", type=float, default=600.0,
-                   help="seconds between queue samples (default 600)")
-    p.add_argument("--chain-units", type=int, default=1, help="chain job size (default 1)")
-    p.add_argument("--chain-limit-hours", type=float, default=None,
-                   help="chain job limit (default: the trace's maximum limit)")
-    p.add_argument("--train-range", default=None, metavar="FROM:TO",
-                   help="dates of the training split, e.g. 2022-11-01:2023-02-23")
-    p.add_argument("--validation-range", default=None, metavar="FROM:TO",
-                   help="dates of the validation split")
+OFFLINE_BUFFER = 1_000
+"""Replay buffer of a DQN built for offline training (SB3's default would reserve GBs)."""
 
 
-def _range(text: str | None, flag: str) -> tuple[str, str] | None:
-    if text is None:
-        return None
-    a, sep, b = text.partition(":")
-    if not sep or not a or not b:
-        raise SystemExit(f"{flag}: expected FROM:TO dates, got {text!r}")
-    return (a, b)
+class SpacesEnv(gym.Env):
+    """The spaces of ``mirage/Chain-v0`` and nothing else: builds a model trained offline."""
+
+    def __init__(self, obs_shape: tuple[int, ...]) -> None:
+        self.observation_space = gym.spaces.Box(0.0, np.inf, shape=obs_shape, dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        raise RuntimeError("SpacesEnv only describes spaces; train online on mirage/Chain-v0")
+
+    def step(self, action: Any) -> Any:
+        raise RuntimeError("SpacesEnv only describes spaces; train online on mirage/Chain-v0")
 
 
-def unit_sizes(text: str | None) -> list[int | None]:
-    if text is None:
-        return [None]
-    try:
-        sizes = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(f"--total-units: expected integers, got {text!r}") from None
-    if not sizes or min(sizes) <= 0:
-        raise SystemExit(f"--total-units: expected positive integers, got {text!r}")
-    return list(sizes)
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def build_world(
-    args: argparse.Namespace, progress: bool = True, total_units: int | None = None
-) -> ChainWorld:
-    """Read the trace and prepare the world; exits with a clear message on bad input."""
-    from sim.traces.model import TraceError
-    from sim.traces.read import read_trace
+def train_hindsight(
+    agent: str,
+    data: HindsightData,
+    validation: HindsightData,
+    seed: int,
+    *,
+    objective: str | None = None,
+    max_overlap: float | None = None,
+    online_env: gym.Env | None = None,
+    online_steps: int = 0,
+    progress: bool = False,
+    **pretrain_kwargs: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """Learn ``agent`` from ``data``, choose its threshold on ``validation``; returns the
+    model and its metadata (which holds the threshold and the validation figures)."""
+    from mirage.agents.common.hindsight import tune_threshold
+    from mirage.agents.common.pretrain import predict, seed_everything
 
-    splits = {}
-    for key, flag in (("train", "--train-range"), ("validation", "--validation-range")):
-        rng = _range(getattr(args, key + "_range"), flag)
-        if rng:
-            splits[key] = rng
-    try:
-        trace = read_trace(args.trace)
-    except (TraceError, OSError) as exc:
-        raise SystemExit(f"mirage: cannot read trace: {exc}") from None
-    try:
-        return ChainWorld(
-            trace,
-            total_units=total_units,
-            window=args.window,
-            sample_interval=args.sample_interval,
-            splits=splits or None,
-            progress=progress,
-        )
-    except ValueError as exc:
-        raise SystemExit(f"mirage: {args.trace}: {exc}") from None
-
-
-def chain_spec(args: argparse.Namespace) -> ChainSpec:
-    hours = args.chain_limit_hours
-    return ChainSpec(units=args.chain_units, limit=None if hours is None else hours * 3600)
+    if data.obs(np.arange(1)).shape[1:] != validation.obs(np.arange(1)).shape[1:]:
+        raise DatasetError("the training and validation data differ in observation shape")
+    module = algo_module(agent)
+    seed_everything(seed)
+    shape = tuple(data.obs(np.arange(1)).shape[1:])
+    kwargs: dict[str, Any] = {}
+    if agent in ("dqn", "moe-dqn") and not online_steps:
+        kwargs["buffer_size"] = OFFLINE_BUFFER
+    model = module.build(SpacesEnv(shape), seed, **kwargs)
+    began = time.process_time()
+    stats = module.pretrain(model, data, seed, progress=progress, **pretrain_kwargs)
+    if online_steps:
+        if online_env is None:
+            raise ValueError("online_steps needs online_env")
+        model.set_env(online_env)
+        model.learn(total_timesteps=online_steps, progress_bar=progress)
+    cpu = time.process_time() - began
+    scores = predict(module.score(model), validation)
+    objective = objective or getattr(module, "OBJECTIVE", "abs_gap")
+    threshold, val = tune_threshold(validation, scores, objective, max_overlap)
+    meta = {
+        "trace": data.meta.get("trace"),
+        "total_units": data.meta.get("total_units"),
+        "max_limit": data.meta.get("max_limit"),
+        "window": data.meta.get("window"),
+        "sample_interval": data.meta.get("sample_interval"),
+        "decision_interval": data.meta.get("decision_interval"),
+        "train_data": {k: data.meta.get(k) for k in ("split", "episodes_asked", "seed")},
+        "train_decisions": len(data),
+        "validation_data": {k: validation.meta.get(k) for k in ("split", "episodes_asked", "seed")},
+        "decide_within": None,
+        "threshold": threshold,
+        "objective": objective,
+        "max_overlap_hours": max_overlap,
+        "validation": {k: getattr(val, k) for k in val.__slots__},
+        "pretrain": stats,
+        "online_steps": online_steps,
+        "seed": seed,
+        "train_cpu_seconds": round(cpu, 1),
+        "created": _now(),
+        "feature_version": FEATURE_VERSION,
+    }
+    return model, meta
 
 
 def train(
@@ -111,7 +132,8 @@ def train(
     progress: bool = False,
     **algo_kwargs: Any,
 ) -> tuple[Any, dict[str, Any]]:
-    """Train ``agent`` for ``steps`` env steps; returns the model and its metadata."""
+    """Train ``agent`` by RL alone for ``steps`` env steps; returns the model and its
+    metadata."""
     import torch as th
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.monitor import Monitor
@@ -143,41 +165,92 @@ def train(
         "decision_interval": decision_interval,
         "reward_scale": reward_scale,
         "decide_within": decide_within,
-        "train_range": list(world.splits["train"]),
+        "train_range": [list(iv) for iv in world.splits["train"]],
         "steps": steps,
         "seed": seed,
         "train_seconds": round(time.time() - began, 1),
         "episodes": len(env.get_episode_rewards()),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": _now(),
         "feature_version": FEATURE_VERSION,
     }
     return model, meta
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mirage train", description=__doc__.split("\n")[0])
-    add_world_args(p)
+    add_world_args(p, trace_required=False)
     p.add_argument("--agent", required=True, choices=LEARNED)
-    p.add_argument("--steps", type=int, default=50_000, help="env steps (default 50000)")
+    p.add_argument("--dataset", default=None, help="hindsight training data (mirage dataset)")
+    p.add_argument("--validation", default=None,
+                   help="hindsight validation data, on which the threshold is chosen")
+    p.add_argument("--objective", default=None, choices=("abs_gap", "uninterrupted"),
+                   help="threshold objective (default: the agent's; abs_gap for most)")
+    p.add_argument("--max-overlap-hours", type=float, default=None,
+                   help="with --objective uninterrupted: mean overlap budget in hours")
+    p.add_argument("--online-steps", type=int, default=0,
+                   help="SB3 online learning on the env after hindsight training (needs --trace)")
+    p.add_argument("--steps", type=int, default=50_000,
+                   help="env steps of RL alone (without --dataset; default 50000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="MODEL.zip to write")
     p.add_argument("--decision-interval", type=float, default=1800.0,
-                   help="simulated seconds between training decisions (default 1800)")
+                   help="simulated seconds between training decisions on the env (default 1800)")
     p.add_argument("--reward-scale", type=float, default=0.1)
     p.add_argument("--decide-within-hours", type=float, default=24.0,
-                   help="the agent decides only in the predecessor's last H hours (default "
-                   "24; 0 = over its whole run); stored with the model and applied when run")
+                   help="RL alone: the agent decides only in the predecessor's last H hours "
+                   "(default 24; 0 = over its whole run)")
     p.add_argument("--logdir", default=None,
-                   help="CSV (and TensorBoard, if installed) logs; default OUT's name + '.logs'")
+                   help="RL: CSV (and TensorBoard) logs; default OUT's name + '.logs'")
     p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: Path) -> int:
+    from mirage.dataset import load
+
+    if not args.validation:
+        p.error("--dataset needs --validation (the threshold is chosen on it)")
+    try:
+        data, val = load(args.dataset), load(args.validation)
+    except DatasetError as exc:
+        print(f"mirage train: {exc}", file=sys.stderr)
+        return 2
+    env = None
+    if args.online_steps:
+        if not args.trace:
+            p.error("--online-steps needs --trace")
+        worlds = [build_world(args, not args.no_progress, n) for n in unit_sizes(args.total_units)]
+        env = ChainEnv(worlds, "train", chain_spec(args), decision_interval=args.decision_interval,
+                       reward_scale=args.reward_scale)
+    model, meta = train_hindsight(
+        args.agent, data, val, args.seed, objective=args.objective,
+        max_overlap=args.max_overlap_hours, online_env=env, online_steps=args.online_steps,
+        progress=not args.no_progress,
+    )
+    save_model(model, out, args.agent, meta)
+    v = meta["validation"]
+    print(f"saved {out} ({meta['train_cpu_seconds']} CPU-s); validation: mean |gap| "
+          f"{v['abs_gap']:.2f} h, uninterrupted {v['uninterrupted']:.0%}, threshold "
+          f"{meta['threshold']:.4g}", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
+    out = Path(args.out)
+    if out.suffix != ".zip":
+        p.error("--out must end in .zip")
+    if args.dataset:
+        return _main_hindsight(args, p, out)
+    if not args.trace:
+        p.error("give --dataset (hindsight training) or --trace (RL alone)")
+    if args.agent == "gap-regressor":
+        p.error("gap-regressor learns from hindsight data only (--dataset)")
     if args.steps <= 0:
         p.error("--steps must be positive")
     if args.decision_interval % args.sample_interval:
         p.error("--decision-interval must be a multiple of --sample-interval")
-    out = Path(args.out)
-    if out.suffix != ".zip":
-        p.error("--out must end in .zip")
     worlds = [build_world(args, not args.no_progress, n) for n in unit_sizes(args.total_units)]
     logdir = args.logdir or str(out.with_suffix("")) + ".logs"
     model, meta = train(

@@ -13,7 +13,7 @@ hpcsim replay --out out/schedule.csv --plot out/replay.png
 echo "== 2/3  Mirage: the shipped LS6 model against the baselines (embedded slice, 12 chains)"
 TRACE=$(python -c "from sim.data import default_trace_path; print(default_trace_path())")
 mirage eval --trace "$TRACE" --train-range 2023-01-03:2023-01-14 \
-    --validation-range 2023-01-16:2023-01-28 --split validation \
+    --test-range 2023-01-16:2023-01-28 --split test \
     --agents reactive,average,oracle,default --episodes 12 --jobs 2 --out out/mirage
 
 echo "== 3/3  Themis: I/O-sharing microbenchmarks (simulated)"

@@ -11,7 +11,7 @@ from typing import Any
 
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
 
-LEARNED = ("dqn", "moe-dqn", "pg", "transformer-pg")
+LEARNED = ("dqn", "moe-dqn", "pg", "transformer-pg", "gap-regressor")
 DEFAULT_MODEL = "ls6-default.zip"
 
 
@@ -46,14 +46,14 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
 def observation_builder_for(policy: Policy, total_units: int, max_limit: float) -> Any:
     """An :class:`~mirage.observation.ObservationBuilder` for this cluster with the window
     and sample interval the policy was trained with (defaults for baselines)."""
-    from mirage.observation import ObservationBuilder
+    from mirage.observation import SAMPLE_INTERVAL, WINDOW, ObservationBuilder
 
     meta = getattr(policy, "meta", {})
     return ObservationBuilder(
         total_units,
         max_limit,
-        window=int(meta.get("window", 144)),
-        sample_interval=float(meta.get("sample_interval", 600.0)),
+        window=int(meta.get("window", WINDOW)),
+        sample_interval=float(meta.get("sample_interval", SAMPLE_INTERVAL)),
     )
 
 

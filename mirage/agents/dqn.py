@@ -1,4 +1,8 @@
-"""``dqn``: SB3's DQN with a small MLP over :class:`SummaryExtractor` features."""
+"""``dqn``: SB3's DQN with a small MLP over :class:`SummaryExtractor` features.
+
+Trained from hindsight data by fitted Q iteration (:func:`mirage.agents.common.pretrain.fit_q`,
+offline TD learning with the exact cost of submitting at every decision), optionally
+fine-tuned online by SB3's own ``learn`` on ``mirage/Chain-v0``."""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3 import DQN
 
+from mirage.agents.common import pretrain as pt
 from mirage.agents.common.extractors import SummaryExtractor
+from mirage.dataset import HindsightData
 
 ALGO = DQN
 DEFAULTS: dict[str, Any] = dict(
@@ -30,3 +36,12 @@ def policy_kwargs() -> dict[str, Any]:
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> DQN:
     return DQN("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
+
+
+def pretrain(model: DQN, data: HindsightData, seed: int, progress: bool = False,
+             **kwargs: Any) -> dict[str, float]:
+    return pt.fit_q(model.policy, data, seed=seed, progress=progress, **kwargs)
+
+
+def score(model: DQN) -> Any:
+    return pt.q_score(model.policy)

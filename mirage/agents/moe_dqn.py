@@ -1,8 +1,15 @@
-"""``moe-dqn``: DQN whose Q-network is a gated mixture of experts.
+"""``moe-dqn``: DQN whose Q-network is a gated mixture of experts (the Mirage paper's
+default agent).
 
 Built through SB3's extension points: :class:`MoEDQNPolicy` overrides ``make_q_net`` to
 return a :class:`MoEQNetwork`, a ``QNetwork`` whose ``q_net`` is :class:`GatedMoE` (a
 softmax gate over ``n_experts`` MLP experts, each giving Q-values).
+
+Hindsight training (:func:`pretrain`) is the DQN's fitted Q iteration plus, as in the
+paper, a time slice of the training period per expert: the gate is taught to route each
+slice to its expert (cross-entropy, so that experts specialise by period, and so by load
+regime) and a load-balancing term keeps it from collapsing onto one expert
+(:func:`gate_usage` measures that).
 """
 
 from __future__ import annotations
@@ -10,14 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch as th
 from stable_baselines3 import DQN
 from stable_baselines3.common.torch_layers import create_mlp
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 from torch import nn
 
+from mirage.agents.common import pretrain as pt
 from mirage.agents.common.extractors import SummaryExtractor
 from mirage.agents.dqn import DEFAULTS
+from mirage.dataset import HindsightData
+
+GATE_WEIGHT = 0.1
+"""Weight of the routing (cross-entropy to the expert's time slice) and balance terms."""
 
 
 class GatedMoE(nn.Module):
@@ -30,8 +43,12 @@ class GatedMoE(nn.Module):
         )
         self.gate = nn.Linear(in_dim, n_experts)
 
+        self.last_logits: th.Tensor | None = None
+
     def forward(self, x: th.Tensor) -> th.Tensor:
-        weights = th.softmax(self.gate(x), dim=-1)  # (batch, experts)
+        logits = self.gate(x)
+        self.last_logits = logits  # for the routing loss and gate_usage()
+        weights = th.softmax(logits, dim=-1)  # (batch, experts)
         outs = th.stack([e(x) for e in self.experts], dim=1)  # (batch, experts, actions)
         return (weights.unsqueeze(-1) * outs).sum(dim=1)
 
@@ -67,7 +84,77 @@ ALGO = DQN
 
 
 def policy_kwargs() -> dict[str, Any]:
-    return dict(features_extractor_class=SummaryExtractor, net_arch=[32], n_experts=4)
+    return dict(features_extractor_class=SummaryExtractor, net_arch=[64, 64], n_experts=4)
+
+
+def gate_of(policy: Any) -> GatedMoE:
+    return policy.q_net.q_net
+
+
+def time_slices(data: HindsightData, n: int) -> np.ndarray:
+    """Each decision's slice of the training period: ``n`` contiguous slices with equal
+    numbers of chains."""
+    t0 = data.ep_t0[data.episode]
+    edges = np.quantile(data.ep_t0, np.linspace(0, 1, n + 1)[1:-1])
+    return np.searchsorted(edges, t0, side="right")
+
+
+def routing_loss(policy: Any, slices: np.ndarray) -> Any:
+    """The gate's auxiliary loss for a minibatch: cross-entropy to the expert of the
+    decision's time slice, plus a load-balancing term (``n * sum(mean weight^2)``, 1 when
+    usage is even)."""
+    gate = gate_of(policy)
+    target = th.as_tensor(slices, dtype=th.long)
+
+    def loss(idx: np.ndarray, _obs: th.Tensor) -> th.Tensor:
+        logits = gate.last_logits
+        assert logits is not None
+        usage = th.softmax(logits, dim=-1).mean(dim=0)
+        balance = logits.shape[1] * (usage**2).sum()
+        return GATE_WEIGHT * (th.nn.functional.cross_entropy(logits, target[idx]) + balance)
+
+    return loss
+
+
+def pretrain(model: DQN, data: HindsightData, seed: int, progress: bool = False,
+             **kwargs: Any) -> dict[str, float]:
+    """Fitted Q iteration with the routing loss."""
+    slices = time_slices(data, gate_of(model.policy).gate.out_features)
+    return pt.fit_q(model.policy, data, seed=seed, aux_loss=routing_loss(model.policy, slices),
+                    progress=progress, **kwargs)
+
+
+def score(model: DQN) -> Any:
+    return pt.q_score(model.policy)
+
+
+def gate_usage(model: DQN, data: HindsightData, groups: np.ndarray | None = None
+               ) -> dict[str, Any]:
+    """How the gate routes ``data``: mean weight per expert, the share of decisions each
+    expert dominates, and (with ``groups``, e.g. load levels) the mean weights per group."""
+    gate = gate_of(model.policy)
+
+    def weights(obs: th.Tensor) -> th.Tensor:
+        model.policy.q_net(obs)
+        assert gate.last_logits is not None
+        return th.softmax(gate.last_logits, dim=-1)
+
+    w = pt.predict(weights, data)
+    out: dict[str, Any] = {
+        "mean_weight": w.mean(axis=0).round(4).tolist(),
+        "dominant_share": (np.bincount(w.argmax(1), minlength=w.shape[1]) / len(w)).round(4).tolist(),
+    }
+    if groups is not None:
+        out["by_group"] = {
+            str(g): w[groups == g].mean(axis=0).round(4).tolist() for g in np.unique(groups)
+        }
+    return out
+
+
+def collapsed(usage: dict[str, Any], limit: float = 0.9) -> bool:
+    """True when one expert carries more than ``limit`` of the gate's weight or dominates
+    more than ``limit`` of the decisions."""
+    return max(usage["mean_weight"]) > limit or max(usage["dominant_share"]) > limit
 
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> DQN:

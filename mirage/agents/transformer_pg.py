@@ -1,5 +1,10 @@
 """``transformer-pg``: PPO whose features extractor is a transformer encoder over the whole
-history window (:class:`TransformerExtractor`)."""
+history window (:class:`TransformerExtractor`): the paper's aggressive option.
+
+Trained like ``pg`` (behaviour cloning of the hindsight oracle, then optional PPO), but on
+an oracle that weighs an interruption hour :data:`AGGRESSIVE_WEIGHT` times an overlap
+hour, and with its threshold chosen for the highest uninterrupted share within an overlap
+budget."""
 
 from __future__ import annotations
 
@@ -9,9 +14,15 @@ import gymnasium as gym
 from stable_baselines3 import PPO
 
 from mirage.agents.common.extractors import TransformerExtractor
-from mirage.agents.pg import DEFAULTS, favour_waiting
+from mirage.agents.pg import DEFAULTS, favour_waiting, score
+from mirage.agents.pg import pretrain as pg_pretrain
+from mirage.dataset import HindsightData
 
 ALGO = PPO
+AGGRESSIVE_WEIGHT = 3.0
+"""Interruption hours weigh this many overlap hours in the oracle it clones."""
+OBJECTIVE = "uninterrupted"
+"""Threshold objective: most uninterrupted chains within an overlap budget."""
 
 
 def policy_kwargs() -> dict[str, Any]:
@@ -25,3 +36,12 @@ def policy_kwargs() -> dict[str, Any]:
 def build(env: gym.Env, seed: int, **kwargs: Any) -> PPO:
     model = PPO("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
     return favour_waiting(model)
+
+
+def pretrain(model: PPO, data: HindsightData, seed: int, progress: bool = False,
+             **kwargs: Any) -> dict[str, float]:
+    kwargs.setdefault("interruption_weight", AGGRESSIVE_WEIGHT)
+    return pg_pretrain(model, data, seed, progress, **kwargs)
+
+
+__all__ = ["ALGO", "build", "policy_kwargs", "pretrain", "score"]

@@ -9,11 +9,11 @@ If the policy never submits, the successor is submitted at the predecessor's end
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
 from mirage.envs.world import ChainWorld, ResolvedChain
-from mirage.observation import ChainState
+from mirage.observation import DECISION_INTERVAL, ChainState
 from sim.job import JobSpec, JobState
 
 
@@ -61,9 +61,10 @@ class ChainEpisode:
         world: ChainWorld,
         chain: ResolvedChain,
         t0: float,
-        decision_interval: float = 600.0,
+        decision_interval: float = DECISION_INTERVAL,
         max_pred_wait: float = 14 * 86400.0,
         decide_within: float | None = None,
+        estimate: bool = True,
     ) -> None:
         if decision_interval % world.sample_interval:
             raise ValueError("decision_interval must be a multiple of the sample interval")
@@ -74,6 +75,8 @@ class ChainEpisode:
         self.decision_interval = decision_interval
         self.max_pred_wait = max_pred_wait
         self.decide_within = decide_within
+        self.estimate = estimate
+        self._est: tuple[float, float] = (math.nan, math.nan)  # (now, estimate) cache
         self.builder = world.new_builder()
         self.user = int(world.trace.user.max()) + 1 if len(world.trace) else 0
         self.outcome: Outcome | None = None
@@ -143,6 +146,12 @@ class ChainEpisode:
         return self.outcome is not None
 
     def state(self) -> ChainState:
+        """The chain's state now, with the start estimate when ``estimate`` is on."""
+        if not self.estimate:
+            return self._plain_state()
+        return replace(self._plain_state(), est_start=self._estimate_now())
+
+    def _plain_state(self) -> ChainState:
         c = self.chain
         return ChainState(
             now=self.now,
@@ -154,15 +163,25 @@ class ChainEpisode:
             succ_limit=c.limit,
         )
 
+    def _estimate_now(self) -> float:
+        """:meth:`estimate_start` at the current time, computed once per decision."""
+        if self._est[0] != self.now:
+            est = self.estimate_start()
+            self._est = (self.now, math.nan if est is None else est)
+        return self._est[1]
+
     def observe(self):
         return self.builder.observe(self.state())
 
-    def context(self, helpers: bool = False) -> DecisionContext:
+    def context(self, helpers: bool = False, features: bool = True) -> DecisionContext:
         """The context of the current decision; ``helpers`` adds the simulator-backed
-        ``estimate_start`` and ``what_if`` (each costs a snapshot and a restore)."""
+        ``estimate_start`` and ``what_if`` (each costs a snapshot and a restore);
+        ``features=False`` leaves the start-estimate features out (a policy that does not
+        read the observation need not pay for the probe)."""
+        state = self.state() if features else self._plain_state()
         return DecisionContext.from_builder(
             self.builder,
-            self.state(),
+            state,
             self.decision_interval,
             step=self.decisions,
             estimate_start=self.estimate_start if helpers else None,
@@ -237,6 +256,7 @@ def play(
     needs (``estimate_start``/``what_if`` are only built for policies that use them)."""
     policy.reset()
     use = getattr(policy, "needs_simulator", False) if helpers is None else helpers
+    features = getattr(policy, "needs_observation", False)
     while episode.outcome is None:
-        episode.step(policy.decide(episode.context(helpers=use)))
+        episode.step(policy.decide(episode.context(helpers=use, features=features)))
     return episode.outcome

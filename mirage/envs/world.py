@@ -18,21 +18,31 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mirage.observation import BuilderState, ObservationBuilder
+from mirage.observation import SAMPLE_INTERVAL, WINDOW, BuilderState, ObservationBuilder
 from sim.data import LS6_SIMULATED_NODES
 from sim.traces.model import Trace
 
 PAPER_SPLITS_LS6 = {
     "train": ("2022-11-01", "2023-02-23"),
-    "validation": ("2023-03-01", "2023-03-31"),
+    "test": ("2023-03-01", "2023-03-31"),
 }
-"""The Mirage paper's train/validation months for the LS6 trace (dates, UTC)."""
+"""The Mirage paper's training months and its held-out month (dates, UTC) for the LS6
+trace. The paper calls March its validation month; here March is the *test* month,
+reported once, and validation days are held out of the training period (see
+:data:`VALIDATION_EVERY`)."""
+
+VALIDATION_EVERY = 5
+"""Every fifth day of the training period is a validation day (so validation spans the
+load regimes of the training months); the other days are training days."""
 
 LS6_TOTAL_UNITS = LS6_SIMULATED_NODES
 """Nodes to simulate the LS6 A100 log with when none is given (one value, in sim.data)."""
 
-GENERIC_SPLITS = {"train": (0.10, 0.75), "validation": (0.80, 0.95)}
+GENERIC_SPLITS = {"train": (0.10, 0.75), "test": (0.80, 0.95)}
 """Fractions of a trace's span when it has no dated split."""
+
+Intervals = tuple[tuple[float, float], ...]
+"""A split: disjoint ``(t0, t1)`` ranges of relative seconds, in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,23 +119,64 @@ def max_limit_of(trace: Trace) -> float:
     return float(lim[min(int(0.999 * lim.shape[0]), lim.shape[0] - 1)])
 
 
+def _carve_validation(train: tuple[float, float], start_epoch: float) -> tuple[Intervals, Intervals]:
+    """Training and validation intervals of a training range: every
+    :data:`VALIDATION_EVERY`-th calendar day (UTC) is a validation day."""
+    a, b = train
+    day = 86400.0
+    first = math.floor((a + start_epoch) / day)
+    tr: list[tuple[float, float]] = []
+    va: list[tuple[float, float]] = []
+    d = first
+    while d * day - start_epoch < b:
+        lo = max(a, d * day - start_epoch)
+        hi = min(b, (d + 1) * day - start_epoch)
+        if hi > lo:
+            (va if d % VALIDATION_EVERY == VALIDATION_EVERY - 1 else tr).append((lo, hi))
+        d += 1
+    return _merge(tr), _merge(va)
+
+
+def _merge(parts: list[tuple[float, float]]) -> Intervals:
+    out: list[tuple[float, float]] = []
+    for lo, hi in parts:
+        if out and abs(out[-1][1] - lo) < 1e-6:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
 def split_ranges(
     trace: Trace, overrides: dict[str, tuple[str, str]] | None = None
-) -> dict[str, tuple[float, float]]:
-    """Named ``(t0, t1)`` ranges (relative seconds) episodes may start in."""
+) -> dict[str, Intervals]:
+    """Named splits (relative seconds) episodes may start in: ``train`` and ``validation``
+    (every fifth day of the training range) and ``test`` (after it). ``overrides`` set a
+    split's date range; an explicit ``validation`` range is used as it is (and not carved
+    out of ``train``)."""
     name = os.path.basename(trace.source or "").lower()
     span = float(trace.submit.max()) if len(trace) else 0.0
-    out: dict[str, tuple[float, float]] = {}
+    ranges: dict[str, tuple[float, float]] = {
+        key: (a * span, b * span) for key, (a, b) in GENERIC_SPLITS.items()
+    }
     dated = dict(PAPER_SPLITS_LS6) if name.startswith("ls6") else {}
     dated.update(overrides or {})
-    for key, (a, b) in GENERIC_SPLITS.items():
-        out[key] = (a * span, b * span)
     for key, (d0, d1) in dated.items():
-        out[key] = (_date_to_rel(d0, trace.start_epoch), _date_to_rel(d1, trace.start_epoch))
-    for key, (a, b) in out.items():
+        ranges[key] = (_date_to_rel(d0, trace.start_epoch), _date_to_rel(d1, trace.start_epoch))
+    for key, (a, b) in ranges.items():
         if not (0 <= a < b):
             raise ValueError(f"split {key!r} range {a:.0f}..{b:.0f} s is empty or before t=0")
+    out: dict[str, Intervals] = {k: ((a, b),) for k, (a, b) in ranges.items()}
+    if "validation" not in ranges:
+        out["train"], out["validation"] = _carve_validation(ranges["train"], trace.start_epoch)
+        if not out["train"] or not out["validation"]:
+            raise ValueError("the training range is too short to hold out validation days")
     return out
+
+
+def split_days(intervals: Intervals) -> float:
+    """Length of a split in days."""
+    return sum(b - a for a, b in intervals) / 86400.0
 
 
 def default_config() -> Any:
@@ -152,8 +203,8 @@ class ChainWorld:
         *,
         total_units: int | None = None,
         max_limit: float | None = None,
-        window: int = 144,
-        sample_interval: float = 600.0,
+        window: int = WINDOW,
+        sample_interval: float = SAMPLE_INTERVAL,
         grid: float = 6 * 3600.0,
         until: float | None = None,
         splits: dict[str, tuple[str, str]] | None = None,
@@ -170,7 +221,7 @@ class ChainWorld:
         self.sample_interval = sample_interval
         self.grid = grid
         self.splits = split_ranges(trace, splits)
-        last = max(b for _, b in self.splits.values())
+        last = max(iv[-1][1] for iv in self.splits.values())
         self.until = until if until is not None else last
         self.sim = make_simulator(trace, self.total_units, seed)
         self.checkpoints: list[Checkpoint] = []
@@ -223,9 +274,13 @@ class ChainWorld:
         """A start time in ``split``, on the sample grid."""
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; have {', '.join(self.splits)}")
-        a, b = self.splits[split]
-        b = min(b, self.until)
-        t = float(rng.uniform(a, b))
+        parts = [(a, min(b, self.until)) for a, b in self.splits[split] if a < self.until]
+        if not parts:
+            raise ValueError(f"split {split!r} lies after the prepared replay")
+        lengths = np.array([b - a for a, b in parts])
+        x = float(rng.uniform(0.0, lengths.sum()))
+        i = min(int(np.searchsorted(np.cumsum(lengths), x, side="right")), len(parts) - 1)
+        t = parts[i][0] + x - (lengths[:i].sum() if i else 0.0)
         return math.floor(t / self.sample_interval) * self.sample_interval
 
 

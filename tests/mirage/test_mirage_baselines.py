@@ -95,7 +95,7 @@ def test_registry():
 
 
 def test_summary_table_skips_load_levels_without_chains():
-    from mirage.evaluate import markdown_table, summarise
+    from mirage.eval.report import markdown_table, summarise
 
     # Two chains, both with a long reactive gap: only "all" and "heavy" have chains.
     rows = [

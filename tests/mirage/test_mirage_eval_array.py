@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mirage import eval_array
-from mirage.evaluate import main
+from mirage.eval import array as eval_array
+from mirage.eval.cli import main
 from mirage.slurm import get_client
 
 
@@ -89,7 +89,7 @@ def test_failed_task_is_named_with_its_log(slurm_cluster, tmp_path):
     script = (
         'if [ "$5" = 1/2 ]; then echo boom >&2; exit 3; fi\n'
         f'exec {shlex.quote(sys.executable)} -c "import sys; from pathlib import Path; '
-        "from mirage.eval_array import write_shard; "
+        "from mirage.eval.array import write_shard; "
         "write_shard(Path(sys.argv[1]), 0, 2, [1.0], [{'agent': 'reactive', 't0': 1.0}])\" \"$2\""
     )
     client = get_client(min_interval=1.0)

@@ -102,3 +102,29 @@ def test_rejects_bad_scales():
         ObservationBuilder(0, H)
     with pytest.raises(ValueError, match="max_limit"):
         ObservationBuilder(10, 0)
+
+
+def test_work_features_measure_node_hours_ahead():
+    b = ObservationBuilder(total_units=10, max_limit=10 * H, window=2)
+    pending = [(1, 4, 5 * H, 0.0, 0.0), (2, 2, 20 * H, 0.0, math.nan)]  # 2nd: not eligible
+    running = [(3, 5, 10 * H, -6 * H)]  # 4 h left
+    row = b.push(snap(0, 10, pending, running))
+    # 4 x 5 h + 2 x 10 h (limits capped at max_limit) over 10 units x 10 h
+    assert row[col("pend_work")] == pytest.approx((20 + 20) / 100)
+    assert row[col("pend_eligible_work")] == pytest.approx(20 / 100)
+    assert row[col("run_work")] == pytest.approx(5 * 4 / 100)
+
+
+def test_start_estimate_in_the_context_row():
+    b = ObservationBuilder(total_units=10, max_limit=10 * H, window=2)
+    b.push(snap(0, 10))
+    ctx = CONTEXT_FEATURES.index
+    unknown = b.observe(ChainState(0, 1, 10 * H, 0, 0, 1, 10 * H))[-1]
+    assert unknown[ctx("est_known")] == 0 and unknown[ctx("est_late")] == 0
+    # 2 h into a 10 h predecessor: 8 h left; the successor would start in 9 h -> 1 h late
+    late = b.observe(ChainState(2 * H, 1, 10 * H, 0, 0, 1, 10 * H, est_start=11 * H))[-1]
+    assert late[ctx("est_known")] == 1
+    assert late[ctx("est_late")] == pytest.approx(0.1)
+    assert late[ctx("est_early")] == 0
+    early = b.observe(ChainState(2 * H, 1, 10 * H, 0, 0, 1, 10 * H, est_start=4 * H))[-1]
+    assert early[ctx("est_early")] == pytest.approx(0.6) and early[ctx("est_late")] == 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mirage.agents.common.policy import Decision, DecisionContext
+from mirage.fileio import atomic_path
 from mirage.observation import FEATURE_VERSION
 
 META_NAME = "mirage.json"
@@ -24,8 +23,11 @@ ALGO_MODULES = {
     "moe-dqn": "mirage.agents.moe_dqn",
     "pg": "mirage.agents.pg",
     "transformer-pg": "mirage.agents.transformer_pg",
+    "gap-regressor": "mirage.agents.gap_regressor",
 }
-"""Learned agents: name -> module with ``ALGO`` (SB3 class), ``build(env, seed, **kw)``."""
+"""Learned agents: name -> module with ``ALGO`` (SB3 class or alike), ``build(env, seed,
+**kw)``, ``pretrain(model, data, seed)`` (hindsight learning) and ``score(model)`` (a
+function of an observation batch; higher means more inclined to submit now)."""
 
 
 class ModelError(ValueError):
@@ -48,17 +50,10 @@ def save_model(model: Any, path: str | Path, agent: str, meta: dict[str, Any]) -
         "obs_shape": list(model.observation_space.shape),
         **meta,
     }
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".zip", dir=path.parent)
-    os.close(fd)
-    try:
-        model.save(tmp)
+    with atomic_path(path) as tmp:
+        model.save(str(tmp))
         with zipfile.ZipFile(tmp, "a") as zf:
             zf.writestr(META_NAME, json.dumps(full, indent=1, sort_keys=True))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 
@@ -74,27 +69,30 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 
 
 class LearnedPolicy:
-    """A trained SB3 model behind the :class:`Policy` interface."""
+    """A trained model behind the :class:`Policy` interface. A model with a tuned
+    ``threshold`` in its metadata submits once its score (see :data:`ALGO_MODULES`) reaches
+    it; an older one acts greedily."""
+
+    needs_observation = True
 
     def __init__(self, model: Any, meta: dict[str, Any], name: str) -> None:
         self.model = model
         self.meta = meta
         self.name = name
         self.obs_shape = tuple(meta["obs_shape"])
+        self.threshold = meta.get("threshold")
+        self._score = algo_module(meta["agent"]).score(model) if self.threshold is not None else None
 
     def reset(self) -> None:
         pass
 
-    def q_or_probs(self, obs: np.ndarray) -> np.ndarray:
-        """The model's action preferences for one observation (for inspection)."""
+    def score(self, obs: np.ndarray) -> np.ndarray:
+        """The model's scores for a batch of observations."""
         import torch as th
 
-        t = th.as_tensor(obs[None], dtype=th.float32)
+        assert self._score is not None
         with th.no_grad():
-            policy = self.model.policy
-            if hasattr(policy, "q_net"):
-                return policy.q_net(t)[0].numpy()
-            return policy.get_distribution(t).distribution.probs[0].numpy()
+            return self._score(th.as_tensor(obs, dtype=th.float32)).numpy()
 
     def decide(self, ctx: DecisionContext) -> Decision:
         if ctx.obs.shape != self.obs_shape:
@@ -104,6 +102,9 @@ class LearnedPolicy:
         within = self.meta.get("decide_within")
         if within is not None and ctx.chain.pred_remaining > within:
             return Decision.WAIT  # trained to decide only in the last `within` seconds
+        if self.threshold is not None:
+            fire = float(self.score(ctx.obs[None])[0]) >= float(self.threshold)
+            return Decision.SUBMIT if fire else Decision.WAIT
         action, _ = self.model.predict(ctx.obs, deterministic=True)
         return Decision.SUBMIT if int(action) == 1 else Decision.WAIT
 

@@ -1,0 +1,331 @@
+"""``mirage study``: the whole Mirage study, from hindsight data to the test tables.
+
+1. Hindsight data of the training and validation splits (validation = every fifth day of
+   the training period, so it spans its load regimes).
+2. Every learned agent with several seeds, its threshold chosen on validation.
+3. The default: ``moe-dqn`` (the paper's) if it is the best on validation, else the best
+   agent. ``transformer-pg``, the aggressive option, gets the threshold with the most
+   uninterrupted chains whose overlap stays within twice the default's, on validation.
+4. The test split, once: baselines and every model on the same seeded chains, for each
+   chain size; tables with mean +- sd over seeds, per load level; plots.
+
+Every step's output is kept in ``--out`` and reused when present (delete it to redo).
+Example (the command behind ``docs/results/ls6-study``)::
+
+    mirage study --trace ../shared/traces/ls6-a100.log --total-units 72 --jobs 2 \
+        --out docs/results/ls6-study
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mirage.agents import LEARNED
+from mirage.envs.options import add_world_args, build_world, unit_sizes
+from mirage.envs.world import ChainSpec, ChainWorld
+from mirage.eval.report import write_bytes
+
+BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
+DEFAULT_AGENT = "moe-dqn"
+AGGRESSIVE_AGENT = "transformer-pg"
+OVERLAP_BUDGET = 2.0
+"""The aggressive agent's mean overlap may be at most this many times the default's."""
+
+
+def _log(msg: str) -> None:
+    print(f"[study {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def make_data(
+    world: ChainWorld, out: Path, split: str, episodes: int, seed: int,
+    chain_units: Sequence[int], jobs: int,
+) -> Path:
+    """The hindsight data of ``split`` (reused if the file exists)."""
+    from mirage import dataset as ds
+
+    path = out / "data" / f"{split}.parquet"
+    if path.exists():
+        return path
+    _log(f"hindsight data: {split}, {episodes} chains")
+    starts = ds.sample_starts(world, split, episodes, chain_units, seed)
+    recs = ds.collect(world, starts, ds.DATASET_DECISION_INTERVAL, jobs, progress=True)
+    meta = ds.dataset_meta(world, split, episodes, seed, ds.DATASET_DECISION_INTERVAL, chain_units)
+    ds.save(ds.from_records(recs, meta), path)
+    return path
+
+
+def _train_task(task: tuple[str, int, str, str, str]) -> tuple[str, int, dict[str, Any]]:
+    from mirage.agents.common.model_io import read_meta, save_model
+    from mirage.dataset import load
+    from mirage.train import train_hindsight
+
+    agent, seed, train_path, val_path, model_path = task
+    if not Path(model_path).exists():
+        model, meta = train_hindsight(agent, load(train_path), load(val_path), seed)
+        save_model(model, model_path, agent, meta)
+    return agent, seed, read_meta(model_path)
+
+
+def train_all(
+    out: Path, agents: Sequence[str], seeds: Sequence[int], train_path: Path, val_path: Path,
+    jobs: int,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every agent and seed (in parallel processes); their metadata."""
+    from tqdm import tqdm
+
+    (out / "models").mkdir(parents=True, exist_ok=True)
+    tasks = [
+        (a, s, str(train_path), str(val_path), str(model_path(out, a, s)))
+        for a in sorted(agents, key=lambda a: a != AGGRESSIVE_AGENT)  # the slowest first
+        for s in seeds
+    ]
+    metas: dict[tuple[str, int], dict[str, Any]] = {}
+    with tqdm(total=len(tasks), desc="training", unit="model") as bar:
+        if jobs <= 1:
+            results = map(_train_task, tasks)
+            for agent, seed, meta in results:
+                metas[agent, seed] = meta
+                bar.update()
+        else:
+            with mp.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
+                for agent, seed, meta in pool.imap_unordered(_train_task, tasks):
+                    metas[agent, seed] = meta
+                    bar.update()
+    return metas
+
+
+def model_path(out: Path, agent: str, seed: int) -> Path:
+    return out / "models" / f"{agent}-s{seed}.zip"
+
+
+def choose_default(metas: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, dict[str, float]]:
+    """The default agent: :data:`DEFAULT_AGENT` if its mean validation ``|gap|`` over seeds
+    is the best of the agents, else the best; with every agent's mean."""
+    means: dict[str, float] = {}
+    for agent in dict.fromkeys(a for a, _ in metas):
+        vals = [m["validation"]["abs_gap"] for (a, _), m in metas.items() if a == agent]
+        means[agent] = float(np.mean(vals))
+    ranked = sorted((m, a) for a, m in means.items() if a != AGGRESSIVE_AGENT)
+    best = ranked[0][1]
+    return (DEFAULT_AGENT if means.get(DEFAULT_AGENT) == ranked[0][0] else best), means
+
+
+def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None) -> dict[str, Any]:
+    """Choose a saved model's threshold again on validation data (other objective)."""
+    import zipfile
+
+    from mirage.agents.common.hindsight import tune_threshold
+    from mirage.agents.common.model_io import META_NAME, load_model
+    from mirage.agents.common.pretrain import predict
+    from mirage.dataset import load
+
+    policy = load_model(path)
+    val = load(val_path)
+    scores = predict(lambda obs: __import__("torch").as_tensor(policy.score(obs.numpy())), val)
+    threshold, stats = tune_threshold(val, scores, objective, max_overlap)
+    meta = dict(policy.meta)
+    meta.update(threshold=threshold, objective=objective, max_overlap_hours=max_overlap,
+                validation={k: getattr(stats, k) for k in stats.__slots__})
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist() if n != META_NAME}
+    members[META_NAME] = json.dumps(meta, indent=1, sort_keys=True).encode()
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    write_bytes(path, buf.getvalue())
+    return meta
+
+
+def seed_table(
+    summary: list[dict[str, Any]], labels: dict[str, tuple[str, int | None]]
+) -> list[dict[str, Any]]:
+    """Per (level, agent): mean and sd over seeds of each statistic (sd 0 for baselines)."""
+    rows = []
+    keys = ("abs_gap_hours_mean", "uninterrupted_share", "on_time_share")
+    for level in dict.fromkeys(s["level"] for s in summary):
+        by_agent: dict[str, list[dict[str, Any]]] = {}
+        for s in summary:
+            if s["level"] == level and s["agent"] in labels:
+                by_agent.setdefault(labels[s["agent"]][0], []).append(s)
+        for agent, parts in by_agent.items():
+            row: dict[str, Any] = {"level": level, "agent": agent, "seeds": len(parts),
+                                   "chains": parts[0]["chains"]}
+            vals = {
+                **{k: [p[k] for p in parts] for k in keys},
+                "interruption_hours": [p["interruption_hours"]["mean"] for p in parts],
+                "overlap_node_hours": [p["overlap_node_hours"]["mean"] for p in parts],
+            }
+            for k, v in vals.items():
+                row[k] = float(np.mean(v))
+                row[k + "_sd"] = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+            rows.append(row)
+    return rows
+
+
+def seed_markdown(rows: list[dict[str, Any]], title: str) -> str:
+    out = [f"## {title}", ""]
+    for level in dict.fromkeys(r["level"] for r in rows):
+        part = [r for r in rows if r["level"] == level]
+        out += [
+            f"### load: {level} ({part[0]['chains']} chains)",
+            "",
+            "| agent | seeds | mean abs gap h | interruption h | overlap node-h "
+            "| uninterrupted | on time |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in part:
+            def pm(k: str, pct: bool = False) -> str:
+                if pct:
+                    return f"{r[k]:.0%} ± {r[k + '_sd']:.0%}" if r["seeds"] > 1 else f"{r[k]:.0%}"
+                return f"{r[k]:.2f} ± {r[k + '_sd']:.2f}" if r["seeds"] > 1 else f"{r[k]:.2f}"
+
+            out.append(
+                f"| {r['agent']} | {r['seeds']} | {pm('abs_gap_hours_mean')} "
+                f"| {pm('interruption_hours')} | {pm('overlap_node_hours')} "
+                f"| {pm('uninterrupted_share', True)} | {pm('on_time_share', True)} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def run_test(
+    world: ChainWorld, out: Path, name: str, specs: Sequence[str], units: int, episodes: int,
+    seed: int, jobs: int, split: str = "test",
+) -> list[dict[str, Any]]:
+    """``mirage eval`` of ``specs`` on ``split`` for ``units``-node chains; its summary."""
+    from mirage.eval.report import summarise, write_results
+    from mirage.eval.runner import agent_label, evaluate
+
+    folder = out / name
+    done = folder / "summary.json"
+    if done.exists():
+        return json.loads(done.read_text())["summary"]
+    _log(f"evaluation {name}: {len(specs)} agents x {episodes} chains of {units} node(s)")
+    chain = ChainSpec(units=units).resolved(world.max_limit)
+    rng = np.random.default_rng(seed)
+    starts = [world.sample_start(split, rng) for _ in range(episodes)]
+    rows = evaluate(world, list(specs), chain, starts, jobs=jobs, progress=True)
+    agents = [agent_label(s) for s in specs]
+    summary = summarise(rows, agents)
+    meta = {
+        "trace": Path(world.trace.source or "").name, "split": split, "episodes": episodes,
+        "seed": seed, "agents": agents, "total_units": world.total_units, "chain": asdict(chain),
+        "decision_interval": 600.0, "command": "mirage study",
+        "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
+    }
+    write_results(folder, rows, summary, meta)
+    return summary
+
+
+def plot_bars(path: Path, rows: list[dict[str, Any]], title: str) -> None:
+    """Mean |gap| and uninterrupted share per agent, with the sd over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mirage.fileio import atomic_path
+
+    part = [r for r in rows if r["level"] == "all"]
+    names = [r["agent"] for r in part]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, label in ((axes[0], "abs_gap_hours_mean", "mean |gap| (h)"),
+                           (axes[1], "uninterrupted_share", "uninterrupted share")):
+        ax.bar(names, [r[key] for r in part], yerr=[r[key + "_sd"] for r in part], capsize=3,
+               color=["tab:grey" if r["seeds"] == 1 else "tab:blue" for r in part])
+        ax.set_ylabel(label)
+        ax.tick_params(axis="x", rotation=60, labelsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mirage study", description=__doc__.split("\n")[0])
+    add_world_args(p)
+    p.add_argument("--agents", default=",".join(LEARNED), help="learned agents to train")
+    p.add_argument("--seeds", default="0,1,2", help="training seeds (default 0,1,2)")
+    p.add_argument("--train-episodes", type=int, default=400)
+    p.add_argument("--validation-episodes", type=int, default=150)
+    p.add_argument("--test-episodes", type=int, default=200)
+    p.add_argument("--chain-sizes", default="1,8",
+                   help="chain sizes: drawn per training chain; one test table each")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--stage", default="all", choices=("data", "train", "all"),
+                   help="stop after this stage (default: all, through the test tables)")
+    p.add_argument("--out", required=True, help="output folder")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    began = time.time()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    agents = [a for a in args.agents.split(",") if a]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    sizes = [int(s) for s in args.chain_sizes.split(",")]
+    world = build_world(args, True, unit_sizes(args.total_units)[0])
+    train_path = make_data(world, out, "train", args.train_episodes, 0, sizes, args.jobs)
+    val_path = make_data(world, out, "validation", args.validation_episodes, 1, sizes, args.jobs)
+    if args.stage == "data":
+        return 0
+    metas = train_all(out, agents, seeds, train_path, val_path, args.jobs)
+    default, means = choose_default(metas)
+    if AGGRESSIVE_AGENT in agents:
+        default_overlap = np.mean([m["validation"]["overlap"] for (a, _), m in metas.items()
+                                   if a == default])
+        for s in seeds:
+            metas[AGGRESSIVE_AGENT, s] = retune(
+                model_path(out, AGGRESSIVE_AGENT, s), val_path, "uninterrupted",
+                OVERLAP_BUDGET * float(default_overlap))
+    best_seed = min(seeds, key=lambda s: metas[default, s]["validation"]["abs_gap"])
+    choice = {"default": default, "default_seed": best_seed, "validation_abs_gap": means,
+              "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())}}
+    write_bytes(out / "choice.json", json.dumps(choice, indent=1).encode())
+    _log(f"default: {default} (seed {best_seed}); validation mean |gap|: "
+         + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()))
+    if args.stage == "train":
+        return 0
+    labels: dict[str, tuple[str, int | None]] = {b: (b, None) for b in BASELINES}
+    specs = list(BASELINES)
+    for a in agents:
+        for s in seeds:
+            specs.append(str(model_path(out, a, s)))
+            labels[f"{a}-s{s}"] = (a, s)
+    report = [f"# Mirage study: {Path(args.trace).name}", "",
+              f"Default agent: **{default}** (seed {best_seed} ships). Validation mean |gap| "
+              "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()), ""]
+    tables: dict[str, Any] = {}
+    for units in sizes:
+        summary = run_test(world, out, f"test-{units}node", specs, units, args.test_episodes,
+                           seed=2, jobs=args.jobs)
+        rows = seed_table(summary, labels)
+        tables[f"{units}node"] = rows
+        report.append(seed_markdown(rows, f"Test split, {units}-node chains"))
+        plot_bars(out / f"test-{units}node.png", rows, f"{units}-node chains, test split")
+    write_bytes(out / "tables.json", json.dumps(tables, indent=1).encode())
+    report.append(f"Study time: {time.time() - began:.0f} s with --jobs {args.jobs}.")
+    write_bytes(out / "README.md", "\n".join(report).encode())
+    print("\n".join(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -179,6 +179,9 @@ def seed_markdown(rows: list[dict[str, Any]], title: str) -> str:
     out = [f"## {title}", ""]
     for level in dict.fromkeys(r["level"] for r in rows):
         part = [r for r in rows if r["level"] == level]
+        if not part[0]["chains"]:
+            out += [f"### load: {level} (0 chains)", ""]
+            continue
         out += [
             f"### load: {level} ({part[0]['chains']} chains)",
             "",
@@ -295,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             metas[AGGRESSIVE_AGENT, s] = retune(
                 model_path(out, AGGRESSIVE_AGENT, s), val_path, "uninterrupted",
                 OVERLAP_BUDGET * float(default_overlap))
+    means = {a: float(np.mean([m["validation"]["abs_gap"] for (b, _), m in metas.items() if b == a]))
+             for a in agents}
     best_seed = min(seeds, key=lambda s: metas[default, s]["validation"]["abs_gap"])
     choice = {"default": default, "default_seed": best_seed, "validation_abs_gap": means,
               "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())}}

@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = dict(
     target_update_interval=500,
     exploration_fraction=0.3,
     exploration_final_eps=0.02,
+    device="cpu",
 )
 
 

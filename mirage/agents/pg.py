@@ -20,7 +20,7 @@ from mirage.dataset import HindsightData
 ALGO = PPO
 DEFAULTS: dict[str, Any] = dict(
     learning_rate=3e-4, n_steps=1024, batch_size=128, n_epochs=5, gamma=1.0, gae_lambda=0.98,
-    ent_coef=0.0,
+    ent_coef=0.0, device="cpu",
 )
 
 

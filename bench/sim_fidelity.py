@@ -33,14 +33,12 @@ from bisect import bisect_left
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # the checkout: tests.fixtures (one module, as in the tests)
 
-from _realslurm import WorkloadJob, run_workload  # noqa: E402
-
+from hpcbase.jobs import JobSpec  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
-from sim.job import JobSpec  # noqa: E402
+from tests.fixtures.realslurm import WorkloadJob, run_workload  # noqa: E402
 
 CPUS = 16
 SCHED = """\

@@ -39,6 +39,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcbase.atomic import atomic_write
+
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
 SPAN = 32 * MiB  # each worker cycles over a file of this size
@@ -141,9 +143,7 @@ class Mount:
     def _write_config(self, policy: str) -> None:
         text = (f'log_level = "warning"\n[scheduler]\npolicy = "{policy}"\n'
                 f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
-        tmp = self.config.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.config)
+        atomic_write(self.config, text)
 
     def use(self, policy: str) -> None:
         """Switch policy by SIGHUP and wait until the daemon reports it."""

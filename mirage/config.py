@@ -6,16 +6,12 @@ docs/mirage-live.md lists them all.
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from hpcbase.config import ConfigError, build_sections, parse_toml, read_config
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -77,42 +73,6 @@ _CLASSES = {"slurm": SlurmSection, "history": HistorySection, "decisions": Decis
             "http": HttpSection, "chains": ChainsSection, "log": LogSection}
 
 
-def _check_type(where: str, value: Any, default: Any) -> Any:
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    elif isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-    elif isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-    elif isinstance(default, list) and (
-        not isinstance(value, list) or not all(isinstance(v, str) for v in value)
-    ):
-        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
-    return value
-
-
-def _section(path: str, name: str, raw: Any) -> Any:
-    cls = _CLASSES[name]
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: [{name}] must be a table")
-    defaults = cls()
-    known = {f.name for f in fields(cls)}
-    values = {}
-    for key, value in raw.items():
-        where = f"{path}: {name}.{key}"
-        if key not in known:
-            raise ConfigError(f"{where}: unknown key; known: {', '.join(sorted(known))}")
-        values[key] = _check_type(where, value, getattr(defaults, key))
-    return cls(**values)
-
-
 def _positive(path: str, where: str, value: float) -> None:
     if value <= 0:
         raise ConfigError(f"{path}: {where}: must be > 0, got {value:g}")
@@ -153,26 +113,10 @@ def validate(cfg: Config) -> Config:
 
 def parse(text: str, path: str = "<config>") -> Config:
     """A validated configuration from TOML text."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    sections = {}
-    for name, value in raw.items():
-        if name not in _CLASSES:
-            raise ConfigError(f"{path}: [{name}]: unknown section; known: "
-                              f"{', '.join(_CLASSES)}")
-        sections[name] = _section(path, name, value)
+    sections = build_sections(parse_toml(text, path), path, _CLASSES)
     return validate(Config(**sections, path=path))
 
 
 def load(path: str | Path) -> Config:
     """Read and validate a configuration file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such configuration file") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
-    return parse(text, str(p))
+    return parse(read_config(path), str(path))

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import SlurmClient, SlurmError
 from mirage.evaluate import _atomic_write
-from mirage.slurm import SlurmClient, SlurmError
 
 LOG_PATTERN = "task-%A_%a.log"
 

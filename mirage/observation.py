@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.snapshot import QueueSnapshot
+from hpcbase.snapshot import QueueSnapshot
 
 FEATURE_VERSION = 1
 """Bumped whenever the meaning or order of a feature changes; stored with every model."""

@@ -12,11 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.timefmt import parse_duration
-
-
-class ConfigError(ValueError):
-    """A slurm.conf value the simulator cannot use; the message names file:line and key."""
+from hpcbase.config import ConfigError, read_config
+from hpcbase.slurmtime import parse_duration
 
 
 @dataclass(slots=True)
@@ -148,11 +145,7 @@ class _Reader:
         self.depth = 0
 
     def read(self, path: Path) -> None:
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read slurm.conf: {e.strerror}") from None
-        self.read_text(text, str(path), path.parent)
+        self.read_text(read_config(path, "slurm.conf"), str(path), path.parent)
 
     def read_text(self, text: str, name: str, base: Path) -> None:
         for lineno, raw in enumerate(text.splitlines(), 1):

@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.jobs import JobSpec, JobState
+from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
-from sim.job import JobSpec, JobState
 from sim.priority import PriorityModel
-from sim.snapshot import QueueSnapshot
 from sim.traces.model import Trace
 
 _SUBMIT, _TIMER, _KICK, _END = 0, 1, 2, 3

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from sim.timefmt import parse_duration
+from hpcbase.slurmtime import parse_duration
 from sim.traces.assemble import assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace

@@ -11,7 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sim.config import ConfigError, SlurmConfig
+from hpcbase.config import ConfigError
+from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.report import plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError

@@ -6,19 +6,15 @@ and systemd/themis.toml for a commented example.
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hpcbase.config import ConfigError, build_sections, load_toml
 from themis.sched.policy import POLICIES
 from themis.sched.registry import DISPATCHERS, make_dispatcher
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -91,30 +87,6 @@ SECTIONS = {"mount": MountConfig, "scheduler": SchedulerConfig, "device": Device
             "tagging": TaggingConfig, "metrics": MetricsConfig}
 
 
-def _typed(where: str, value: Any, default: Any) -> Any:
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    elif isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        value = float(value)
-    elif isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-    elif isinstance(default, dict):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table of name = weight, got {value!r}")
-        for key, weight in value.items():
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
-                raise ConfigError(f"{where}.{key}: expected a number > 0, got {weight!r}")
-        value = {str(k): float(w) for k, w in value.items()}
-    return value
-
-
 def validate(cfg: ThemisConfig) -> None:
     """Check ranges and names; raises ConfigError naming the file and field."""
     src = cfg.source
@@ -168,27 +140,7 @@ def validate(cfg: ThemisConfig) -> None:
 
 def parse(data: dict[str, Any], source: str) -> ThemisConfig:
     """Build a config from a parsed TOML document."""
-    sections: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "log_level":
-            sections["log_level"] = _typed(f"{source}: log_level", value, "")
-            continue
-        if key not in SECTIONS:
-            choices = ", ".join([*SECTIONS, "log_level"])
-            raise ConfigError(f"{source}: unknown section [{key}]; expected one of {choices}")
-        if not isinstance(value, dict):
-            raise ConfigError(f"{source}: [{key}] must be a table")
-        cls = SECTIONS[key]
-        defaults = cls()
-        known = {f.name for f in fields(cls)}
-        values = {}
-        for name, item in value.items():
-            if name not in known:
-                raise ConfigError(
-                    f"{source}: {key}.{name}: unknown field; expected one of {', '.join(sorted(known))}"
-                )
-            values[name] = _typed(f"{source}: {key}.{name}", item, getattr(defaults, name))
-        sections[key] = cls(**values)
+    sections = build_sections(data, source, SECTIONS, top_level={"log_level": ""})
     cfg = ThemisConfig(**sections, source=source)
     validate(cfg)
     return cfg
@@ -198,13 +150,4 @@ def load(path: str | Path | None) -> ThemisConfig:
     """Read and validate a TOML file; None gives the defaults."""
     if path is None:
         return ThemisConfig()
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return parse(data, str(path))
+    return parse(*load_toml(path))

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import SlurmError, SlurmUnavailable
 from mirage.chain import paths
 from mirage.chain.driver import ChainDriver, user_gave
 from mirage.chain.store import ACTIVE, ENDED, ChainStore
@@ -31,7 +32,6 @@ from mirage.chain.watcher import (
     watch,
 )
 from mirage.live.decisions import PolicyError, resolve_policy
-from mirage.slurm import SlurmError, SlurmUnavailable
 
 log = logging.getLogger("mirage.chain")
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from hpcbase.atomic import atomic_write
+from hpcbase.slurm import JobInfo, SlurmClient, SlurmError, SlurmUnavailable
 from mirage.chain import paths, tags
 from mirage.chain.reconcile import ReconcileError, reconcile
 from mirage.chain.store import (
@@ -34,7 +35,6 @@ from mirage.live.decisions import DecisionResult
 from mirage.live.history import DEFAULT_MAX_LIMIT
 from mirage.metrics import Metrics
 from mirage.observation import ChainState
-from mirage.slurm import JobInfo, SlurmClient, SlurmError, SlurmUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,7 @@ def export_arg(chain: Chain, idx: int, prev: Segment | None, root: Path) -> str:
 def write_marker(path: Path, text: str) -> None:
     """Write a marker file atomically: a waiting segment never reads half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def user_gave(args: list[str], *names: str) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from hpcbase.slurm import JobInfo, SlurmClient
 from mirage.chain import tags
 from mirage.chain.store import INTENT, ChainStore
-from mirage.slurm import JobInfo, SlurmClient
 
 log = logging.getLogger(__name__)
 

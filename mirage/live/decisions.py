@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import SlurmClient
 from mirage.agents import default_model_path, load_policy
 from mirage.agents.common.model_io import ModelError
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
 from mirage.live.history import QueueHistory
 from mirage.observation import ChainState
-from mirage.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 

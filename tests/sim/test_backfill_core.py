@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from backfill_model import estimate_model, plan_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import _backfill
 from sim.engine import _Job
 from sim.priority import FairShare
+from tests.sim.backfill_model import estimate_model, plan_model
 
 NOW = 1000.0
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from simhelpers import make_trace, starts
 
+from hpcbase.jobs import JobSpec, JobState
 from sim.config import SlurmConfig
 from sim.engine import Simulator
-from sim.job import JobSpec, JobState
+from tests.sim.simhelpers import make_trace, starts
 
 BUILTIN = SlurmConfig(scheduler_type="sched/builtin")
 # Submissions scheduled at once (batch_sched_delay=0), so dependency examples stay simple.

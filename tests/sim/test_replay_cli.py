@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 
 def hpcsim(*args: str) -> subprocess.CompletedProcess:
@@ -23,6 +24,7 @@ def test_replay_embedded_default_writes_schedule_and_plot(tmp_path):
 
 
 def test_replay_with_a_site_slurm_conf_and_parquet(tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet output needs the parquet extra")
     conf = tmp_path / "slurm.conf"
     conf.write_text("PriorityType=priority/multifactor\nPriorityWeightJobSize=1000\n"
                     "AccountingStorageType=accounting_storage/slurmdbd\nPriorityWeightAge=1000\n")

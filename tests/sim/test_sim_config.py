@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from sim.config import ConfigError, SlurmConfig
-from sim.timefmt import parse_duration
+from hpcbase.config import ConfigError
+from hpcbase.slurmtime import parse_duration
+from sim.config import SlurmConfig
 
 CONF = """
 # a site's slurm.conf (excerpt)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import shutil
 import signal
@@ -42,6 +43,8 @@ def fuse_available() -> str | None:
         return "needs /dev/fuse"
     if shutil.which("fusermount3") is None:
         return "needs fusermount3 (fuse3)"
+    if importlib.util.find_spec("pyfuse3") is None:
+        return "needs pyfuse3 (pip install '.[fuse]')"
     return None
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 
+from sim.mapparams import MapParams
+
 
 def group_ends(ends: list[tuple[float, int, int]], window: float = 30.0, linear: float = 0.0,
                epoch: float = 0.0) -> list[tuple[float, int, int]]:
@@ -117,12 +119,13 @@ def round_end(t: float, res: float) -> float:
     return t if math.isinf(t) or res <= 1 else math.ceil(t / res) * res
 
 
-def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int, ends: list,
-               horizon: float, min_step: float, per_node: int, total: int, window: float,
-               linear: float, epoch: float, res: float) -> list[int]:
+def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list[int]:
     """The backfill pass over (units, limit) jobs in priority order: indices started now.
     Walks every tested job (no early stop) and builds a fresh map for every job."""
-    ends = list(ends)
+    now, free, ends, horizon, min_step = p.now, p.free, list(p.ends), p.horizon, p.min_step
+    per_node, total, window, linear, epoch, res = (
+        p.per_node, p.total, p.window, p.linear, p.epoch, p.resolution
+    )
     held: list[tuple[float, float, int]] = []
     started = []
     for i, (units, limit) in enumerate(jobs[:n_test]):
@@ -141,11 +144,10 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int
     return started
 
 
-def estimate_model(jobs: list[tuple[int, float]], target: int, now: float, free: int, ends: list,
-                   horizon: float, min_step: float, per_node: int, total: int, window: float,
-                   linear: float, epoch: float, res: float) -> float | None:
+def estimate_model(jobs: list[tuple[int, float]], target: int, p: MapParams) -> float | None:
     """squeue --start for jobs[target]: every job before it reserves (whole nodes) first."""
-    prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch)
+    prof = Profile(p.now, p.free, p.ends, p.horizon, p.min_step, p.window, p.linear, p.epoch)
+    per_node, total = p.per_node, p.total
     for i, (units, limit) in enumerate(jobs[: target + 1]):
         t = prof.earliest(units, limit)
         if i == target:

@@ -7,6 +7,7 @@ and adds like a limit), tested with :func:`is_unlimited`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from datetime import datetime
@@ -56,10 +57,8 @@ def parse_duration(
         return float(a) * bare_unit  # a bare number
     value = math.nan
     if fractions:
-        try:
+        with contextlib.suppress(ValueError):
             value = float(s)
-        except ValueError:
-            pass
     if not value >= 0:  # NaN, negative, or not a number
         raise ValueError(f"not a Slurm duration: {text!r}")
     return value * bare_unit

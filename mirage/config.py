@@ -69,8 +69,14 @@ class Config:
     path: str = ""
 
 
-_CLASSES = {"slurm": SlurmSection, "history": HistorySection, "decisions": DecisionsSection,
-            "http": HttpSection, "chains": ChainsSection, "log": LogSection}
+_CLASSES = {
+    "slurm": SlurmSection,
+    "history": HistorySection,
+    "decisions": DecisionsSection,
+    "http": HttpSection,
+    "chains": ChainsSection,
+    "log": LogSection,
+}
 
 
 def _positive(path: str, where: str, value: float) -> None:
@@ -81,27 +87,34 @@ def _positive(path: str, where: str, value: float) -> None:
 def validate(cfg: Config) -> Config:
     p = cfg.path or "<config>"
     if cfg.slurm.backend not in ("auto", "cli", "pyslurm"):
-        raise ConfigError(f"{p}: slurm.backend: must be auto, cli or pyslurm, got "
-                          f"{cfg.slurm.backend!r}")
-    for where, value in (("slurm.retry_timeout", cfg.slurm.retry_timeout),
-                         ("slurm.retry_attempts", cfg.slurm.retry_attempts),
-                         ("history.sample_interval", cfg.history.sample_interval),
-                         ("history.window", cfg.history.window),
-                         ("decisions.decision_interval", cfg.decisions.decision_interval),
-                         ("chains.poll_interval", cfg.chains.poll_interval)):
+        raise ConfigError(
+            f"{p}: slurm.backend: must be auto, cli or pyslurm, got {cfg.slurm.backend!r}"
+        )
+    for where, value in (
+        ("slurm.retry_timeout", cfg.slurm.retry_timeout),
+        ("slurm.retry_attempts", cfg.slurm.retry_attempts),
+        ("history.sample_interval", cfg.history.sample_interval),
+        ("history.window", cfg.history.window),
+        ("decisions.decision_interval", cfg.decisions.decision_interval),
+        ("chains.poll_interval", cfg.chains.poll_interval),
+    ):
         _positive(p, where, value)
     if cfg.slurm.min_interval < 0:
         raise ConfigError(f"{p}: slurm.min_interval: must be >= 0")
     if cfg.history.max_limit < 0:
         raise ConfigError(f"{p}: history.max_limit: must be >= 0 (0: the partition's MaxTime)")
     if cfg.decisions.decision_interval < cfg.history.sample_interval:
-        raise ConfigError(f"{p}: decisions.decision_interval: must be at least "
-                          f"history.sample_interval ({cfg.history.sample_interval:g} s)")
+        raise ConfigError(
+            f"{p}: decisions.decision_interval: must be at least "
+            f"history.sample_interval ({cfg.history.sample_interval:g} s)"
+        )
     if not cfg.decisions.policies:
         raise ConfigError(f"{p}: decisions.policies: must name at least one policy")
     if cfg.decisions.default_policy not in cfg.decisions.policies:
-        raise ConfigError(f"{p}: decisions.default_policy: {cfg.decisions.default_policy!r} "
-                          "is not in decisions.policies")
+        raise ConfigError(
+            f"{p}: decisions.default_policy: {cfg.decisions.default_policy!r} "
+            "is not in decisions.policies"
+        )
     if not 0 <= cfg.http.port <= 65535:
         raise ConfigError(f"{p}: http.port: must be 0..65535, got {cfg.http.port}")
     if cfg.log.level not in LOG_LEVELS:

@@ -39,14 +39,18 @@ def parse_dependency(text: str) -> list[Dependency]:
             continue
         kind, sep, rest = clause.partition(":")
         if kind not in KINDS or not sep or not rest:
-            raise ValueError(f"dependency clause {clause!r}: expected one of {', '.join(KINDS)} with job ids")
+            raise ValueError(
+                f"dependency clause {clause!r}: expected one of {', '.join(KINDS)} with job ids"
+            )
         for item in rest.split(":"):
             jid, plus, minutes = item.partition("+")
             try:
                 target = int(jid)
                 mins = float(minutes) if plus else 0.0
             except ValueError:
-                raise ValueError(f"dependency clause {clause!r}: bad job id or minutes {item!r}") from None
+                raise ValueError(
+                    f"dependency clause {clause!r}: bad job id or minutes {item!r}"
+                ) from None
             if plus and kind != "after":
                 raise ValueError(f"dependency clause {clause!r}: '+minutes' only goes with 'after'")
             deps.append(Dependency(kind, target, mins))

@@ -100,7 +100,9 @@ class Simulator:
         if total_units is None:
             total_units = cfg.cpus if unit in ("cpus", "procs") else cfg.nodes
         if not total_units or total_units <= 0:
-            raise ValueError("cluster size unknown: pass total_units (the trace and config give none)")
+            raise ValueError(
+                "cluster size unknown: pass total_units (the trace and config give none)"
+            )
         self.total_units = int(total_units)
         self.unit = unit
         self.seed = seed
@@ -145,8 +147,20 @@ class Simulator:
             if d.target is not None and not self._known(d.target):
                 raise ValueError(f"dependency on unknown job {d.target}")
         job = self._new_job(
-            jid, -1, spec.units, spec.limit, spec.runtime, spec.user, spec.group, spec.name,
-            submit, spec.begin, deps, spec.partition, spec.qos_factor, spec.exit_code,
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            submit,
+            spec.begin,
+            deps,
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
         )
         if submit <= st.now:
             self._arrive(job)
@@ -182,8 +196,19 @@ class Simulator:
             r = self._log[pos]
             ran = r.end - r.start if not math.isnan(r.start) else 0.0
             return JobView(
-                job_id, r.state, r.units, r.limit, ran, r.user, "", r.submit, r.eligible,
-                r.start, r.end, 0, r.backfill,
+                job_id,
+                r.state,
+                r.units,
+                r.limit,
+                ran,
+                r.user,
+                "",
+                r.submit,
+                r.eligible,
+                r.start,
+                r.end,
+                0,
+                r.backfill,
             )
         raise KeyError(f"unknown job {job_id}")
 
@@ -312,7 +337,7 @@ class Simulator:
         st.seq += 1
         heapq.heappush(st.heap, (t, kind, st.seq, payload))
 
-    def _loop(self, until: float) -> None:
+    def _loop(self, until: float) -> None:  # noqa: C901 -- the event loop, inlined for speed
         st = self.state
         arrays = self._arrays
         submit_times = arrays.submit
@@ -438,9 +463,21 @@ class Simulator:
 
     # ------------------------------------------------------------------ job lifecycle
     def _new_job(
-        self, jid: int, tidx: int, units: int, limit: float, runtime: float, user: int,
-        group: int, name: str, submit: float, begin: float | None, deps: list[Dependency],
-        partition: str, qos: float, exit_code: int,
+        self,
+        jid: int,
+        tidx: int,
+        units: int,
+        limit: float,
+        runtime: float,
+        user: int,
+        group: int,
+        name: str,
+        submit: float,
+        begin: float | None,
+        deps: list[Dependency],
+        partition: str,
+        qos: float,
+        exit_code: int,
     ) -> SimJob:
         part = self.cfg.partition(partition) if partition else self._part_default
         job = SimJob()
@@ -474,9 +511,20 @@ class Simulator:
     def _trace_job(self, i: int) -> SimJob:
         a = self._arrays
         return self._new_job(
-            int(a.job_id[i]), i, int(a.units[i]), float(a.limit[i]), float(a.runtime[i]),
-            int(a.user[i]), int(a.group[i]), a.names[i] if a.names else "",
-            float(a.submit[i]), None, [], "", 0.0, int(a.exit_code[i]),
+            int(a.job_id[i]),
+            i,
+            int(a.units[i]),
+            float(a.limit[i]),
+            float(a.runtime[i]),
+            int(a.user[i]),
+            int(a.group[i]),
+            a.names[i] if a.names else "",
+            float(a.submit[i]),
+            None,
+            [],
+            "",
+            0.0,
+            int(a.exit_code[i]),
         )
 
     def _arrive(self, job: SimJob) -> None:
@@ -573,8 +621,19 @@ class Simulator:
         job.state = state
         self._fin_pos[job.id] = len(self._log)
         self._log.append(
-            Record(job.id, job.tidx, job.user, job.units, job.limit, job.submit, job.eligible,
-                   start, end, state, job.backfill)
+            Record(
+                job.id,
+                job.tidx,
+                job.user,
+                job.units,
+                job.limit,
+                job.submit,
+                job.eligible,
+                start,
+                end,
+                state,
+                job.backfill,
+            )
         )
         deps = st.deps
         if job.id in deps.waiters:
@@ -599,8 +658,19 @@ class Simulator:
 
     def _view(self, job: SimJob, state: JobState) -> JobView:
         return JobView(
-            job.id, state, job.units, job.limit, job.runtime, job.user, job.name, job.submit,
-            job.eligible, job.start, job.end, job.prio, job.backfill,
+            job.id,
+            state,
+            job.units,
+            job.limit,
+            job.runtime,
+            job.user,
+            job.name,
+            job.submit,
+            job.eligible,
+            job.start,
+            job.end,
+            job.prio,
+            job.backfill,
         )
 
     # ------------------------------------------------------------------ scheduling
@@ -639,8 +709,12 @@ class Simulator:
         model = self.prio
         model.begin_tick(tick)
         return _backfill.refresh(
-            st.order, tick, float(model.w_age), float(self.cfg.max_age),
-            float(model.w_fairshare), model.fairshare_factors,
+            st.order,
+            tick,
+            float(model.w_age),
+            float(self.cfg.max_age),
+            float(model.w_fairshare),
+            model.fairshare_factors,
         )
 
     def _main_pass(self, depth: int) -> None:
@@ -704,8 +778,15 @@ class Simulator:
 
 
 def will_run_start(
-    units: int, limit: float, now: float, free: int, ends: list[tuple[float, int, int]],
-    epoch: float, *, window: float = WILL_RUN_WINDOW, linear: float = 0.0,
+    units: int,
+    limit: float,
+    now: float,
+    free: int,
+    ends: list[tuple[float, int, int]],
+    epoch: float,
+    *,
+    window: float = WILL_RUN_WINDOW,
+    linear: float = 0.0,
     horizon: float = 86400.0,
 ) -> float | None:
     """The earliest start Slurm's will-run test gives one job with no reservations ahead of

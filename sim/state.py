@@ -17,9 +17,31 @@ class SimJob:
     """A job inside the simulator (pending or running)."""
 
     __slots__ = (
-        "id", "seq", "tidx", "units", "limit", "runtime", "user", "group", "name",
-        "submit", "begin", "deps", "part", "tier", "static", "exit_code", "state",
-        "eligible", "accrue", "start", "end", "prio", "key", "backfill", "has_singleton",
+        "id",
+        "seq",
+        "tidx",
+        "units",
+        "limit",
+        "runtime",
+        "user",
+        "group",
+        "name",
+        "submit",
+        "begin",
+        "deps",
+        "part",
+        "tier",
+        "static",
+        "exit_code",
+        "state",
+        "eligible",
+        "accrue",
+        "start",
+        "end",
+        "prio",
+        "key",
+        "backfill",
+        "has_singleton",
     )
 
     id: int
@@ -73,7 +95,9 @@ class SimState:
     running: dict[int, SimJob] = field(default_factory=dict)
     ends: list[tuple[float, int, int]] = field(default_factory=list)  # (rounded end, seq, units)
     order: list[SimJob] = field(default_factory=list)  # eligible pending jobs by key
-    min_units: list[tuple[int, int, int]] = field(default_factory=list)  # lazy heap (units, seq, id)
+    min_units: list[tuple[int, int, int]] = field(
+        default_factory=list
+    )  # lazy heap (units, seq, id)
     minu: int = -1  # its valid minimum, cached; -1 when unknown
     deps: DependencyTracker = field(default_factory=DependencyTracker)
     prio_tick: float = -math.inf  # the calc tick the priorities were last computed at

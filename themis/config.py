@@ -83,59 +83,86 @@ class ThemisConfig:
         return cfg
 
 
-SECTIONS = {"mount": MountConfig, "scheduler": SchedulerConfig, "device": DeviceConfig,
-            "tagging": TaggingConfig, "metrics": MetricsConfig}
+SECTIONS = {
+    "mount": MountConfig,
+    "scheduler": SchedulerConfig,
+    "device": DeviceConfig,
+    "tagging": TaggingConfig,
+    "metrics": MetricsConfig,
+}
 
 
 def validate(cfg: ThemisConfig) -> None:
     """Check ranges and names; raises ConfigError naming the file and field."""
-    src = cfg.source
+    _check_scheduler(cfg.source, cfg.scheduler)
+    _check_mount(cfg.source, cfg.mount)
+    if cfg.device.bandwidth_bytes_per_second < 0:
+        raise _bad(cfg.source, "device.bandwidth_bytes_per_second", "must be >= 0")
+    _check_tagging_and_metrics(cfg.source, cfg.tagging, cfg.metrics)
+    if cfg.log_level not in LOG_LEVELS:
+        raise _bad(
+            cfg.source,
+            "log_level",
+            f"must be one of {', '.join(LOG_LEVELS)}, got {cfg.log_level!r}",
+        )
 
-    def bad(name: str, text: str) -> ConfigError:
-        return ConfigError(f"{src}: {name}: {text}")
 
-    s = cfg.scheduler
+def _bad(src: str, name: str, text: str) -> ConfigError:
+    return ConfigError(f"{src}: {name}: {text}")
+
+
+def _check_scheduler(src: str, s: SchedulerConfig) -> None:
     if s.policy not in POLICIES:
-        raise bad("scheduler.policy", f"unknown policy {s.policy!r}; choose from {', '.join(POLICIES)}")
+        raise _bad(
+            src,
+            "scheduler.policy",
+            f"unknown policy {s.policy!r}; choose from {', '.join(POLICIES)}",
+        )
     if s.dispatcher not in DISPATCHERS:
-        raise bad("scheduler.dispatcher",
-                  f"unknown dispatcher {s.dispatcher!r}; choose from {', '.join(DISPATCHERS)}")
+        raise _bad(
+            src,
+            "scheduler.dispatcher",
+            f"unknown dispatcher {s.dispatcher!r}; choose from {', '.join(DISPATCHERS)}",
+        )
     if s.dispatcher_options and s.dispatcher not in ("tbf", "gift"):
-        raise bad("scheduler.dispatcher_options", f"{s.dispatcher} takes no options")
+        raise _bad(src, "scheduler.dispatcher_options", f"{s.dispatcher} takes no options")
     try:
         make_dispatcher(s.dispatcher, **dict[str, Any](s.dispatcher_options))
     except (TypeError, ValueError) as exc:
-        raise bad("scheduler.dispatcher_options", f"for {s.dispatcher}: {exc}") from None
+        raise _bad(src, "scheduler.dispatcher_options", f"for {s.dispatcher}: {exc}") from None
     if not 1 <= s.max_inflight <= 1024:
-        raise bad("scheduler.max_inflight", f"must be 1..1024, got {s.max_inflight}")
+        raise _bad(src, "scheduler.max_inflight", f"must be 1..1024, got {s.max_inflight}")
     if not 0 <= s.io_threads <= 1024:
-        raise bad("scheduler.io_threads", f"must be 0..1024, got {s.io_threads}")
+        raise _bad(src, "scheduler.io_threads", f"must be 0..1024, got {s.io_threads}")
     if not 4096 <= s.chunk_bytes <= 64 << 20:
-        raise bad("scheduler.chunk_bytes", f"must be 4096..67108864, got {s.chunk_bytes}")
-    m = cfg.mount
+        raise _bad(src, "scheduler.chunk_bytes", f"must be 4096..67108864, got {s.chunk_bytes}")
+
+
+def _check_mount(src: str, m: MountConfig) -> None:
     for name in ("attr_timeout_seconds", "entry_timeout_seconds"):
         if not 0 <= getattr(m, name) <= 3600:
-            raise bad(f"mount.{name}", f"must be 0..3600, got {getattr(m, name)}")
+            raise _bad(src, f"mount.{name}", f"must be 0..3600, got {getattr(m, name)}")
     if not 1 <= m.max_tasks <= 10000:
-        raise bad("mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
+        raise _bad(src, "mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
     if not 0 <= m.max_background <= 65535:
-        raise bad("mount.max_background", f"must be 0..65535, got {m.max_background}")
-    if cfg.device.bandwidth_bytes_per_second < 0:
-        raise bad("device.bandwidth_bytes_per_second", "must be >= 0")
-    t = cfg.tagging
+        raise _bad(src, "mount.max_background", f"must be 0..65535, got {m.max_background}")
+
+
+def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) -> None:
     if not 0 < t.environ_timeout_seconds <= 10:
-        raise bad("tagging.environ_timeout_seconds", f"must be in (0, 10], got {t.environ_timeout_seconds}")
+        raise _bad(
+            src,
+            "tagging.environ_timeout_seconds",
+            f"must be in (0, 10], got {t.environ_timeout_seconds}",
+        )
     if t.cache_size < 1:
-        raise bad("tagging.cache_size", f"must be >= 1, got {t.cache_size}")
-    me = cfg.metrics
+        raise _bad(src, "tagging.cache_size", f"must be >= 1, got {t.cache_size}")
     if not 0 <= me.port <= 65535:
-        raise bad("metrics.port", f"must be 0..65535, got {me.port}")
+        raise _bad(src, "metrics.port", f"must be 0..65535, got {me.port}")
     if me.job_ttl_seconds < 0:
-        raise bad("metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
+        raise _bad(src, "metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
     if not 0.05 <= me.update_seconds <= 3600:
-        raise bad("metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
-    if cfg.log_level not in LOG_LEVELS:
-        raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}, got {cfg.log_level!r}")
+        raise _bad(src, "metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
 
 
 def parse(data: dict[str, Any], source: str) -> ThemisConfig:

@@ -271,8 +271,14 @@ def cmd_wait_prev(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[..., int]] = {"submit": cmd_submit, "list": cmd_list, "status": cmd_status,
-            "cancel": cmd_cancel, "watch": cmd_watch, "wait-prev": cmd_wait_prev}
+COMMANDS: dict[str, Callable[..., int]] = {
+    "submit": cmd_submit,
+    "list": cmd_list,
+    "status": cmd_status,
+    "cancel": cmd_cancel,
+    "watch": cmd_watch,
+    "wait-prev": cmd_wait_prev,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

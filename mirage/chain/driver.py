@@ -199,11 +199,7 @@ class ChainDriver:
         """Advance one chain; True while it is still active. Raises SlurmUnavailable."""
         chain = self.store.chain(chain_id)
         if chain.status == CANCELLED:  # a submission may have raced with the cancel
-            for seg in self.store.segments(chain_id):
-                if seg.job_id and seg.status != ENDED:
-                    self.client.cancel(seg.job_id)
-                    self.store.update_segment(chain_id, seg.idx, status=ENDED,
-                                              slurm_state="CANCELLED")
+            self._cancel_live_segments(chain_id)
         if chain.status != ACTIVE:
             return False
         segs = self.store.segments(chain_id)
@@ -220,30 +216,44 @@ class ChainDriver:
         segs = self._refresh(chain, segs)
         bad = [s for s in segs if s.status == ENDED and not segment_ok(s)]
         if bad and not chain.keep_going:
-            s = bad[0]
-            for later in segs:
-                if later.idx > s.idx and later.job_id and later.status != ENDED:
-                    self.client.cancel(later.job_id)
-                    self.store.event(chain_id, f"segment {later.idx}: cancelled job "
-                                     f"{later.job_id} (predecessor failed)")
-            self.fail(chain_id, f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
-                      f"with exit code {s.exit_code}; use --keep-going to go on after failures")
+            self._fail_after(chain_id, bad[0], segs)
             return False
         last = segs[-1]
         if last.status == ENDED:
-            if last.idx == chain.segments - 1:
-                note = f"{len(bad)} segment(s) failed" if bad else ""
-                self.store.set_status(chain_id, COMPLETED, note)
-                if self.metrics:
-                    self.metrics.chains_finished.labels(COMPLETED).inc()
-                return False
-            self.submit_segment(chain, last.idx + 1, "forced")
-            return True
+            return self._after_last_ended(chain, last, bad)
         if last.idx == chain.segments - 1 or len(segs) >= 2 and segs[-2].status != ENDED:
             return True  # the last segment, or a successor already waits
         if last.start is None:
             return True  # decisions begin once the predecessor runs
         self._decide(chain, last)
+        return True
+
+    def _cancel_live_segments(self, chain_id: str) -> None:
+        for seg in self.store.segments(chain_id):
+            if seg.job_id and seg.status != ENDED:
+                self.client.cancel(seg.job_id)
+                self.store.update_segment(chain_id, seg.idx, status=ENDED,
+                                          slurm_state="CANCELLED")
+
+    def _fail_after(self, chain_id: str, s: Segment, segs: list[Segment]) -> None:
+        """Segment ``s`` failed: cancel the later ones and fail the chain."""
+        for later in segs:
+            if later.idx > s.idx and later.job_id and later.status != ENDED:
+                self.client.cancel(later.job_id)
+                self.store.event(chain_id, f"segment {later.idx}: cancelled job "
+                                 f"{later.job_id} (predecessor failed)")
+        self.fail(chain_id, f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
+                  f"with exit code {s.exit_code}; use --keep-going to go on after failures")
+
+    def _after_last_ended(self, chain: Chain, last: Segment, bad: list[Segment]) -> bool:
+        """The newest segment ended: the chain completes, or its next segment goes in now."""
+        if last.idx == chain.segments - 1:
+            note = f"{len(bad)} segment(s) failed" if bad else ""
+            self.store.set_status(chain.id, COMPLETED, note)
+            if self.metrics:
+                self.metrics.chains_finished.labels(COMPLETED).inc()
+            return False
+        self.submit_segment(chain, last.idx + 1, "forced")
         return True
 
     def _decide(self, chain: Chain, pred: Segment) -> None:

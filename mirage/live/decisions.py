@@ -97,7 +97,8 @@ class DecisionService:
             if spec not in self._policies:
                 if self.allowed is not None and spec not in self.allowed:
                     raise PolicyError(
-                        f"policy {spec!r} is not served here; allowed: {', '.join(sorted(self.allowed))}"
+                        f"policy {spec!r} is not served here; "
+                        f"allowed: {', '.join(sorted(self.allowed))}"
                     )
                 policy, name = resolve_policy(spec)
                 shape = getattr(policy, "obs_shape", None)

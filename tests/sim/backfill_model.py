@@ -22,8 +22,12 @@ from bisect import bisect_left, insort
 from sim.mapparams import MapParams
 
 
-def group_ends(ends: list[tuple[float, int, int]], window: float = 30.0, linear: float = 0.0,
-               epoch: float = 0.0) -> list[tuple[float, int, int]]:
+def group_ends(
+    ends: list[tuple[float, int, int]],
+    window: float = 30.0,
+    linear: float = 0.0,
+    epoch: float = 0.0,
+) -> list[tuple[float, int, int]]:
     """(time, tie, units) at which running jobs free their units in Slurm's groups;
     ``window <= 0`` keeps every end as it is."""
     if window <= 0 or not ends:
@@ -49,8 +53,15 @@ class Profile:
     __slots__ = ("ts", "free", "horizon")
 
     def __init__(
-        self, now: float, free_now: int, ends: list[tuple[float, int, int]], horizon: float,
-        min_step: float = 1.0, window: float = 0.0, linear: float = 0.0, epoch: float = 0.0,
+        self,
+        now: float,
+        free_now: int,
+        ends: list[tuple[float, int, int]],
+        horizon: float,
+        min_step: float = 1.0,
+        window: float = 0.0,
+        linear: float = 0.0,
+        epoch: float = 0.0,
     ) -> None:
         """``ends``: (expected end, tie, units) of running jobs, sorted by end. An end that is
         already due counts as ``min_step`` from now (the job is still being cleaned up);
@@ -124,7 +135,12 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
     Walks every tested job (no early stop) and builds a fresh map for every job."""
     now, free, ends, horizon, min_step = p.now, p.free, list(p.ends), p.horizon, p.min_step
     per_node, total, window, linear, epoch, res = (
-        p.per_node, p.total, p.window, p.linear, p.epoch, p.resolution
+        p.per_node,
+        p.total,
+        p.window,
+        p.linear,
+        p.epoch,
+        p.resolution,
     )
     held: list[tuple[float, float, int]] = []
     started = []

@@ -10,16 +10,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import _backfill
-from sim.state import SimJob
 from sim.mapparams import MapParams
 from sim.priority import FairShare
+from sim.state import SimJob
 from tests.sim.backfill_model import estimate_model, plan_model
 
 NOW = 1000.0
 
 
-def make_job(units: int, limit: float, *, seq: int = 0, static: float = 0.0, accrue: float = NOW,
-             user: int = 0, tier: int = 0, prio: int = 1) -> SimJob:
+def make_job(
+    units: int,
+    limit: float,
+    *,
+    seq: int = 0,
+    static: float = 0.0,
+    accrue: float = NOW,
+    user: int = 0,
+    tier: int = 0,
+    prio: int = 1,
+) -> SimJob:
     job = SimJob()
     job.units, job.limit, job.seq, job.static, job.accrue = units, limit, seq, static, accrue
     job.user, job.tier, job.prio, job.key = user, tier, prio, (-tier, -prio, seq)
@@ -48,9 +57,19 @@ def backfill_cases(draw):
     linear = draw(st.sampled_from([0.0, 0.0, 60.0]))
     epoch = draw(st.sampled_from([0.0, 7.0, 19.5, 1.7e9]))
     res = draw(st.sampled_from([1.0, 60.0]))
-    params = MapParams(now=NOW, free=total - used, ends=running, horizon=horizon,
-                       min_step=min_step, per_node=per_node, total=total, window=group,
-                       linear=linear, epoch=epoch, resolution=res)
+    params = MapParams(
+        now=NOW,
+        free=total - used,
+        ends=running,
+        horizon=horizon,
+        min_step=min_step,
+        per_node=per_node,
+        total=total,
+        window=group,
+        linear=linear,
+        epoch=epoch,
+        resolution=res,
+    )
     return jobs, n_test, params
 
 
@@ -74,9 +93,19 @@ def test_estimate_matches_the_model(case, data):
 
 
 def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1) -> MapParams:
-    return MapParams(now=NOW, free=free, ends=ends, horizon=NOW + 86400, min_step=1.0,
-                     per_node=per_node, total=total, window=group, linear=0.0, epoch=epoch,
-                     resolution=1.0)
+    return MapParams(
+        now=NOW,
+        free=free,
+        ends=ends,
+        horizon=NOW + 86400,
+        min_step=1.0,
+        per_node=per_node,
+        total=total,
+        window=group,
+        linear=0.0,
+        epoch=epoch,
+        resolution=1.0,
+    )
 
 
 def test_a_hand_worked_pass():
@@ -110,7 +139,11 @@ def test_running_jobs_free_their_units_in_slurms_will_run_groups():
     args = map_args(2, ends, total=16, epoch=10.0)
     assert _backfill.plan(order, 500, args) == [0]
     # (squeue --start starts nothing: job 0 only reserves, and job 1 still waits for 1145)
-    assert _backfill.estimate(order, 1, args) == estimate_model([(2, 30.0), (4, 60.0)], 1, args) == 1145.0
+    assert (
+        _backfill.estimate(order, 1, args)
+        == estimate_model([(2, 30.0), (4, 60.0)], 1, args)
+        == 1145.0
+    )
 
 
 def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
@@ -130,13 +163,18 @@ def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.floats(0, 5000), st.floats(0, 2000), st.integers(0, 6), st.integers(0, 2)),
-             max_size=40),
-    st.sampled_from([0.0, 1000.0]), st.sampled_from([0.0, 10000.0]),
+    st.lists(
+        st.tuples(st.floats(0, 5000), st.floats(0, 2000), st.integers(0, 6), st.integers(0, 2)),
+        max_size=40,
+    ),
+    st.sampled_from([0.0, 1000.0]),
+    st.sampled_from([0.0, 10000.0]),
 )
 def test_refresh_matches_the_formula(rows, w_age, w_fs):
-    jobs = [make_job(1, 60.0, seq=i, static=s, accrue=NOW - a, user=u, tier=t)
-            for i, (s, a, u, t) in enumerate(rows)]
+    jobs = [
+        make_job(1, 60.0, seq=i, static=s, accrue=NOW - a, user=u, tier=t)
+        for i, (s, a, u, t) in enumerate(rows)
+    ]
     fs = np.linspace(0.1, 1.0, 5)  # users 5 and 6 have no entry: factor 1.0
     tick = NOW + 300.0
     want = refresh_model(jobs, tick, w_age, 604800.0, w_fs, fs)
@@ -152,7 +190,12 @@ def test_fairshare_tick_matches_numpy():
     fs.usage[:] = rng.uniform(0, 1e6, 50)
     for user in range(0, 50, 3):
         fs.change(user, int(rng.integers(1, 64)), now=10.0 * user)
-    usage, run, acc, stamp = fs.usage.copy(), fs.run_units.copy(), fs.accrued.copy(), fs.stamp.copy()
+    usage, run, acc, stamp = (
+        fs.usage.copy(),
+        fs.run_units.copy(),
+        fs.accrued.copy(),
+        fs.stamp.copy(),
+    )
     out = fs.tick(3600.0, 50)
     decay = 0.5 ** (3600.0 / fs.half_life)
     want_usage = usage * decay + (acc + run * (3600.0 - stamp))

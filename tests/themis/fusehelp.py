@@ -83,7 +83,8 @@ class ThemisMount:
         for line in self.scrape().splitlines():
             if line.startswith(name + "{") or line.startswith(name + " "):
                 head, _, value = line.rpartition(" ")
-                got = set(head[head.find("{") + 1 : head.rfind("}")].split(",")) if "{" in head else set()
+                labels = head[head.find("{") + 1 : head.rfind("}")]
+                got = set(labels.split(",")) if "{" in head else set()
                 if want <= got:
                     return float(value)
         return None

@@ -9,7 +9,8 @@ import os
 import pytest
 
 pyfuse3 = pytest.importorskip("pyfuse3", reason="the FUSE I/O path needs the fuse extra")
-trio = pytest.importorskip("trio", reason="the FUSE I/O path needs the fuse extra")
+pytest.importorskip("trio", reason="the FUSE I/O path needs the fuse extra")
+import trio  # noqa: E402
 import trio.testing  # noqa: E402
 
 from themis.fs.device import EmulatedDevice  # noqa: E402

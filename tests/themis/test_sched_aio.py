@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-trio = pytest.importorskip("trio", reason="the trio gate needs the fuse extra")
+pytest.importorskip("trio", reason="the trio gate needs the fuse extra")
+import trio  # noqa: E402
 import trio.testing  # noqa: E402
 
 from themis.sched import JobTag, Scheduler  # noqa: E402

@@ -359,8 +359,19 @@ static inline double round_end(double t, double res) {
 
 /* The map's inputs come as one record, sim.mapparams.MapParams: any object with these
  * attributes (read by name once per call; a missing or mistyped one is a clear error). */
-static int param_double(PyObject *rec, const char *name, double *out) {
-    PyObject *v = PyObject_GetAttrString(rec, name);
+enum { P_NOW, P_FREE, P_ENDS, P_HORIZON, P_MIN_STEP, P_PER_NODE, P_TOTAL, P_WINDOW, P_LINEAR,
+       P_EPOCH, P_RESOLUTION, N_PARAMS };
+static const char *PARAM_NAMES[N_PARAMS] = {
+    "now", "free", "ends", "horizon", "min_step", "per_node", "total", "window", "linear",
+    "epoch", "resolution",
+};
+static PyObject *param_keys[N_PARAMS]; /* interned at import */
+
+static PyObject *param_get(PyObject *rec, int k) { return PyObject_GetAttr(rec, param_keys[k]); }
+
+static int param_double(PyObject *rec, int k, double *out) {
+    const char *name = PARAM_NAMES[k];
+    PyObject *v = param_get(rec, k);
     if (v == NULL) return -1;
     *out = PyFloat_AsDouble(v);
     Py_DECREF(v);
@@ -371,8 +382,9 @@ static int param_double(PyObject *rec, const char *name, double *out) {
     return 0;
 }
 
-static int param_ll(PyObject *rec, const char *name, long long *out) {
-    PyObject *v = PyObject_GetAttrString(rec, name);
+static int param_ll(PyObject *rec, int k, long long *out) {
+    const char *name = PARAM_NAMES[k];
+    PyObject *v = param_get(rec, k);
     if (v == NULL) return -1;
     PyObject *i = PyNumber_Index(v); /* ints and int-like (numpy) values, not floats */
     Py_DECREF(v);
@@ -392,7 +404,7 @@ static int parse_map_call(PyObject *args, const char *fname, PyObject **order, P
                           Params *p, long long *free_now, PyObject **ends) {
     PyObject *rec;
     if (!PyArg_ParseTuple(args, "O!nO", &PyList_Type, order, index, &rec)) return -1;
-    PyObject *e = PyObject_GetAttrString(rec, "ends");
+    PyObject *e = param_get(rec, P_ENDS);
     if (e == NULL) return -1;
     Py_DECREF(e); /* the record keeps it alive for the call */
     if (!PyList_Check(e)) {
@@ -400,14 +412,14 @@ static int parse_map_call(PyObject *args, const char *fname, PyObject **order, P
         return -1;
     }
     *ends = e;
-    if (param_double(rec, "now", &p->now) < 0 || param_ll(rec, "free", free_now) < 0 ||
-        param_double(rec, "horizon", &p->horizon) < 0 ||
-        param_double(rec, "min_step", &p->min_step) < 0 ||
-        param_ll(rec, "per_node", &p->per_node) < 0 || param_ll(rec, "total", &p->total) < 0 ||
-        param_double(rec, "window", &p->window) < 0 ||
-        param_double(rec, "linear", &p->linear) < 0 ||
-        param_double(rec, "epoch", &p->epoch) < 0 ||
-        param_double(rec, "resolution", &p->res) < 0)
+    if (param_double(rec, P_NOW, &p->now) < 0 || param_ll(rec, P_FREE, free_now) < 0 ||
+        param_double(rec, P_HORIZON, &p->horizon) < 0 ||
+        param_double(rec, P_MIN_STEP, &p->min_step) < 0 ||
+        param_ll(rec, P_PER_NODE, &p->per_node) < 0 || param_ll(rec, P_TOTAL, &p->total) < 0 ||
+        param_double(rec, P_WINDOW, &p->window) < 0 ||
+        param_double(rec, P_LINEAR, &p->linear) < 0 ||
+        param_double(rec, P_EPOCH, &p->epoch) < 0 ||
+        param_double(rec, P_RESOLUTION, &p->res) < 0)
         return -1;
     return 0;
 }
@@ -689,4 +701,10 @@ static struct PyModuleDef module = {
     "Compiled core of the simulator: the backfill map and the priority refresh.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__backfill(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__backfill(void) {
+    for (int k = 0; k < N_PARAMS; k++) {
+        if (param_keys[k] == NULL && (param_keys[k] = PyUnicode_InternFromString(PARAM_NAMES[k])) == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -116,6 +116,19 @@ class Simulator:
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1
         )
         self._arrays = _TraceArrays(trace, self.total_units)
+        self._params = MapParams(
+            now=0.0,
+            free=self.total_units,
+            ends=[],
+            horizon=cfg.bf_window,
+            min_step=max(cfg.bf_resolution, 1.0),
+            per_node=self._cpus_per_node,
+            total=self.total_units,
+            window=WILL_RUN_WINDOW,
+            linear=float(cfg.bf_window_linear),
+            epoch=self.epoch,
+            resolution=float(cfg.bf_resolution),
+        )
         self.state = SimState(
             free=self.total_units,
             next_id=self._arrays.max_id + 1,
@@ -744,21 +757,14 @@ class Simulator:
 
     def _map_params(self) -> MapParams:
         """The backfill map's inputs (sim/mapparams.py). Slurm's map is kept per node, so on
-        a CPU-counted cluster a future reservation holds whole nodes (units per node > 1)."""
-        st, cfg = self.state, self.cfg
-        return MapParams(
-            now=st.now,
-            free=st.free,
-            ends=st.ends,
-            horizon=st.now + cfg.bf_window,
-            min_step=max(cfg.bf_resolution, 1.0),
-            per_node=self._cpus_per_node,
-            total=self.total_units,
-            window=WILL_RUN_WINDOW,
-            linear=float(cfg.bf_window_linear),
-            epoch=self.epoch,
-            resolution=float(cfg.bf_resolution),
-        )
+        a CPU-counted cluster a future reservation holds whole nodes (units per node > 1).
+        One record per simulator, its changing fields updated per pass (the hot path)."""
+        st, p = self.state, self._params
+        p.now = st.now
+        p.free = st.free
+        p.ends = st.ends
+        p.horizon = st.now + self.cfg.bf_window
+        return p
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start

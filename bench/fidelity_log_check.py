@@ -53,7 +53,9 @@ def first_plans(log: Path) -> list[tuple[float, int, float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("rows", type=Path)
     ap.add_argument("log", type=Path)
     args = ap.parse_args()
@@ -66,16 +68,22 @@ def main() -> int:
     miss = {"grouped": 0, "plain": 0}
     for now, jid, planned in plans:
         job = by_id[jid]
-        running = [r for r in rows if r["job_id"] != jid and r["start"] is not None
-                   and r["start"] <= now < r["end"]]
+        running = [
+            r
+            for r in rows
+            if r["job_id"] != jid and r["start"] is not None and r["start"] <= now < r["end"]
+        ]
         ends = sorted((r["start"] + r["limit_s"], 0, r["cpus"]) for r in running)
         free = CPUS - sum(r["cpus"] for r in running)
         for kind, window in (("grouped", 30.0), ("plain", 0.0)):
             est = will_run_start(job["cpus"], job["limit_s"], now, free, ends, 0.0, window=window)
             miss[kind] += est != planned
     n = len(plans)
-    print(f"{n} passes: Slurm's planned start matched by the will-run groups in {n - miss['grouped']}, "
-          f"by a plain earliest fit in {n - miss['plain']}")
+    print(
+        f"{n} passes: Slurm's planned start matched by the will-run groups in "
+        f"{n - miss['grouped']}, "
+        f"by a plain earliest fit in {n - miss['plain']}"
+    )
     print(f"RESULT passes={n} grouped_match={n - miss['grouped']} plain_match={n - miss['plain']}")
     return 0
 

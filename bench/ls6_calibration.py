@@ -28,7 +28,9 @@ LS6 = ROOT.parent / "shared" / "traces" / "ls6-a100.log"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--trace", type=Path, default=LS6)
     ap.add_argument("--nodes", default="68,72,76,80")
     args = ap.parse_args()
@@ -38,9 +40,14 @@ def main() -> int:
     window = (trace.submit >= since) & np.isfinite(recorded)
     long = trace.limit >= 40 * 3600
     hours = lambda w, m: float(np.nanmean(w[m]) / 3600)  # noqa: E731
-    print(f"recorded: mean wait {hours(recorded, window):.2f} h, jobs >= 40 h {hours(recorded, window & long):.2f} h")
-    fields = {"recorded_h": round(hours(recorded, window), 2),
-              "recorded_long_h": round(hours(recorded, window & long), 2)}
+    print(
+        f"recorded: mean wait {hours(recorded, window):.2f} h, "
+        f"jobs >= 40 h {hours(recorded, window & long):.2f} h"
+    )
+    fields = {
+        "recorded_h": round(hours(recorded, window), 2),
+        "recorded_long_h": round(hours(recorded, window & long), 2),
+    }
     for n in (int(x) for x in args.nodes.split(",")):
         sim = Simulator(trace, default_config(), total_units=n)
         sim.run()
@@ -48,7 +55,10 @@ def main() -> int:
         for r in sim.records:
             if r.trace_index >= 0 and np.isfinite(r.start):
                 wait[r.trace_index] = r.start - r.submit
-        print(f"{n} nodes: mean wait {hours(wait, window):.2f} h, jobs >= 40 h {hours(wait, window & long):.2f} h")
+        print(
+            f"{n} nodes: mean wait {hours(wait, window):.2f} h, "
+            f"jobs >= 40 h {hours(wait, window & long):.2f} h"
+        )
         fields[f"n{n}_h"] = round(hours(wait, window), 2)
         fields[f"n{n}_long_h"] = round(hours(wait, window & long), 2)
     print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))

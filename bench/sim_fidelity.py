@@ -33,14 +33,12 @@ from bisect import bisect_left
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # the checkout: tests.fixtures (one module, as in the tests)
 
-from _realslurm import WorkloadJob, run_workload  # noqa: E402
-
+from hpcbase.jobs import JobSpec  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
-from sim.job import JobSpec  # noqa: E402
+from tests.fixtures.realslurm import WorkloadJob, run_workload  # noqa: E402
 
 CPUS = 16
 SCHED = """\
@@ -103,8 +101,16 @@ def simulate(jobs: list[WorkloadJob], rows: list[dict], conf: Path) -> dict[str,
         for name, jid in ids.items():
             dep = dep.replace(f":{name}", f":{jid}")
         ran = (row["end"] - row["start"]) if row["start"] is not None else 0.0
-        ids[job.name] = sim.submit(JobSpec(units=row["cpus"], limit=row["limit_s"], runtime=ran,
-                                           submit=at, name=job.name, dependency=dep))
+        ids[job.name] = sim.submit(
+            JobSpec(
+                units=row["cpus"],
+                limit=row["limit_s"],
+                runtime=ran,
+                submit=at,
+                name=job.name,
+                dependency=dep,
+            )
+        )
     sim.run()
     return {name: sim.job(jid).start + t0 for name, jid in ids.items()}
 
@@ -124,7 +130,7 @@ def pair_agreement(a: dict[str, float], b: dict[str, float]) -> float:
     keys = list(a)
     same = total = 0
     for i, x in enumerate(keys):
-        for y in keys[i + 1:]:
+        for y in keys[i + 1 :]:
             da, db = a[x] - a[y], b[x] - b[y]
             oa = 0 if abs(da) <= TIE_S else (1 if da > 0 else -1)
             ob = 0 if abs(db) <= TIE_S else (1 if db > 0 else -1)
@@ -134,12 +140,17 @@ def pair_agreement(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--save", type=Path, help="write the real and simulated rows as JSON")
     ap.add_argument("--load", type=Path, help="reuse real-Slurm rows saved by --save")
-    ap.add_argument("--ctld-log", type=Path,
-                    help="keep the slurmctld log of the real run here, with backfill debug logging on")
+    ap.add_argument(
+        "--ctld-log",
+        type=Path,
+        help="keep the slurmctld log of the real run here, with backfill debug logging on",
+    )
     args = ap.parse_args()
     jobs = workload(args.seed)
     with tempfile.TemporaryDirectory() as d:
@@ -160,24 +171,37 @@ def main() -> int:
     t0 = min(r["submit"] for r in rows)
     diffs = {k: sim_start[k] - real_start[k] for k in real_start}
     same = [k for k in real_start if abs(rr[k] - rs[k]) <= 1]
-    print(f"{'job':<8} {'cpus':>4} {'limit':>5} {'real start':>10} {'sim start':>10} {'diff s':>7} {'place r/s':>9}")
+    print(
+        f"{'job':<8} {'cpus':>4} {'limit':>5} {'real start':>10} {'sim start':>10} "
+        f"{'diff s':>7} {'place r/s':>9}"
+    )
     for k in sorted(real_start, key=lambda k: (real_start[k], k)):
         r = next(x for x in rows if x["name"] == k)
-        print(f"{k:<8} {r['cpus']:>4} {r['limit_s']:>5.0f} {real_start[k] - t0:>10.0f} "
-              f"{sim_start[k] - t0:>10.1f} {diffs[k]:>7.1f} {rr[k]:>4}/{rs[k]:<4}")
+        print(
+            f"{k:<8} {r['cpus']:>4} {r['limit_s']:>5.0f} {real_start[k] - t0:>10.0f} "
+            f"{sim_start[k] - t0:>10.1f} {diffs[k]:>7.1f} {rr[k]:>4}/{rs[k]:<4}"
+        )
     abs_d = [abs(v) for v in diffs.values()]
     med = statistics.median(abs_d)
     share = len(same) / len(real_start)
     pairs = pair_agreement(real_start, sim_start)
-    print(f"\n{len(real_start)} jobs; same place in the start order (within one): {100 * share:.1f}%; "
-          f"job pairs in the same order: {100 * pairs:.1f}%; median |start difference| {med:.1f} s; "
-          f"p90 {sorted(abs_d)[int(0.9 * len(abs_d)) - 1]:.1f} s; max {max(abs_d):.1f} s")
+    print(
+        f"\n{len(real_start)} jobs; same place in the start order (within one): "
+        f"{100 * share:.1f}%; "
+        f"job pairs in the same order: {100 * pairs:.1f}%; median |start difference| {med:.1f} s; "
+        f"p90 {sorted(abs_d)[int(0.9 * len(abs_d)) - 1]:.1f} s; max {max(abs_d):.1f} s"
+    )
     if args.save:
-        args.save.write_text(json.dumps({"real": rows, "sim_start": sim_start, "slurm_conf": conf_text}, indent=1))
+        args.save.write_text(
+            json.dumps({"real": rows, "sim_start": sim_start, "slurm_conf": conf_text}, indent=1)
+        )
     ok = share >= 0.9 and med <= 2.0
-    print(f"RESULT jobs={len(real_start)} same_order_pct={100 * share:.1f} pair_order_pct={100 * pairs:.1f} "
-          f"median_abs_diff_s={med:.2f} "
-          f"max_abs_diff_s={max(abs_d):.1f} target={'met' if ok else 'missed'}")
+    print(
+        f"RESULT jobs={len(real_start)} same_order_pct={100 * share:.1f} "
+        f"pair_order_pct={100 * pairs:.1f} "
+        f"median_abs_diff_s={med:.2f} "
+        f"max_abs_diff_s={max(abs_d):.1f} target={'met' if ok else 'missed'}"
+    )
     return 0
 
 

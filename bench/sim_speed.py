@@ -24,8 +24,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LS6 = ROOT.parent / "shared" / "traces" / "ls6-a100.log"
-MULTIFACTOR = dict(priority_type="priority/multifactor", weight_age=1000,
-                   weight_fairshare=10000, weight_job_size=1000)
+MULTIFACTOR = dict(
+    priority_type="priority/multifactor",
+    weight_age=1000,
+    weight_fairshare=10000,
+    weight_job_size=1000,
+)
 FCFS = dict(scheduler_type="sched/builtin")
 
 
@@ -49,16 +53,25 @@ def run_case(workload: str, policy: str, jobs: int, load: float) -> dict:
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     assert len(sim.records) + sim.pending_count == len(trace)
     return {
-        "workload": workload, "policy": policy, "jobs": len(trace), "wall_s": wall, "cpu_s": cpu,
-        "jobs_per_s": len(trace) / cpu, "backfilled": sim.n_backfilled,
+        "workload": workload,
+        "policy": policy,
+        "jobs": len(trace),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "jobs_per_s": len(trace) / cpu,
+        "backfilled": sim.n_backfilled,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--jobs", type=int, default=450_000)
-    ap.add_argument("--load", type=float, default=0.85, help="offered load of the generated workload")
+    ap.add_argument(
+        "--load", type=float, default=0.85, help="offered load of the generated workload"
+    )
     ap.add_argument("--case", nargs=2, metavar=("WORKLOAD", "POLICY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.case:
@@ -77,8 +90,20 @@ def main() -> int:
         for w, p in cases:
             bar.update(task, description=f"{w} / {p}")
             out = subprocess.run(
-                [sys.executable, __file__, "--jobs", str(args.jobs), "--load", str(args.load), "--case", w, p],
-                check=True, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--jobs",
+                    str(args.jobs),
+                    "--load",
+                    str(args.load),
+                    "--case",
+                    w,
+                    p,
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
             ).stdout
             results.append(json.loads(out.strip().splitlines()[-1]))
             bar.advance(task)
@@ -86,9 +111,16 @@ def main() -> int:
     for col in ("workload", "policy", "jobs", "cpu s", "wall s", "jobs/s", "backfilled", "peak MB"):
         table.add_column(col, justify="right")
     for r in results:
-        table.add_row(r["workload"], r["policy"], f"{r['jobs']:,}", f"{r['cpu_s']:.1f}",
-                      f"{r['wall_s']:.1f}", f"{r['jobs_per_s']:,.0f}", f"{r['backfilled']:,}",
-                      f"{r['peak_rss_mb']:.0f}")
+        table.add_row(
+            r["workload"],
+            r["policy"],
+            f"{r['jobs']:,}",
+            f"{r['cpu_s']:.1f}",
+            f"{r['wall_s']:.1f}",
+            f"{r['jobs_per_s']:,.0f}",
+            f"{r['backfilled']:,}",
+            f"{r['peak_rss_mb']:.0f}",
+        )
     Console().print(table)
     by = {(r["workload"], r["policy"]): r for r in results}
     big = by[("lublin", "multifactor+backfill")]

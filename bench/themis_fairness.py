@@ -39,6 +39,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcbase.atomic import atomic_write
+
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
 SPAN = 32 * MiB  # each worker cycles over a file of this size
@@ -141,9 +143,7 @@ class Mount:
     def _write_config(self, policy: str) -> None:
         text = (f'log_level = "warning"\n[scheduler]\npolicy = "{policy}"\n'
                 f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
-        tmp = self.config.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.config)
+        atomic_write(self.config, text)
 
     def use(self, policy: str) -> None:
         """Switch policy by SIGHUP and wait until the daemon reports it."""
@@ -237,7 +237,7 @@ def within(value: float, target: float, tol: float = 0.10) -> bool:
     return abs(value - target) <= tol * target
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--duration", type=float, default=6.0,
                    help="seconds measured per scenario on the emulated device")
@@ -255,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.duration = args.cpu_duration = 1.5
         args.cpu_rounds = 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         print("themis_fairness: needs root and /dev/fuse (real FUSE mounts, other uids)")
         print("RESULT skipped=1")

@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     fields = {
         "servers": args.servers, "jobs": args.jobs, "sim_s": args.duration,
         "requests": th["requests"], "themis_req_per_s": round(th["rate"]),
-        "themis_req_per_wall_s": round(th["wall_rate"]), "sfq_req_per_s": round(best["sfq"]["rate"]),
+        "themis_req_per_wall_s": round(th["wall_rate"]),
+        "sfq_req_per_s": round(best["sfq"]["rate"]),
         "fifo_req_per_s": round(fifo["rate"]), "heap_events_per_s": round(heap_rate),
         "ratio_vs_fifo": round(th["rate"] / fifo["rate"], 3),
         "ratio_vs_heap": round(th["rate"] / heap_rate, 4),

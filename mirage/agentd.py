@@ -23,17 +23,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from mirage import config as config_mod
-from mirage.chain.driver import ChainDriver
-from mirage.chain.reconcile import ReconcileError
-from mirage.chain.store import ACTIVE, ChainStore
-from mirage.chain.watcher import WatcherBusy, chain_lock
-from mirage.config import Config, ConfigError
-from mirage.live.decisions import DecisionService, PolicyError
-from mirage.live.history import HistoryError, QueueHistory
-from mirage.live.http import AgentdServer
-from mirage.metrics import Metrics
-from mirage.slurm import (
+from hpcbase.config import ConfigError
+from hpcbase.slurm import (
     CliClient,
     CommandRunner,
     RetryPolicy,
@@ -42,6 +33,16 @@ from mirage.slurm import (
     SlurmUnavailable,
     get_client,
 )
+from mirage import config as config_mod
+from mirage.chain.driver import ChainDriver
+from mirage.chain.reconcile import ReconcileError
+from mirage.chain.store import ACTIVE, ChainStore
+from mirage.chain.watcher import WatcherBusy, chain_lock
+from mirage.config import Config
+from mirage.live.decisions import DecisionService, PolicyError
+from mirage.live.history import HistoryError, QueueHistory
+from mirage.live.http import AgentdServer
+from mirage.metrics import Metrics
 
 log = logging.getLogger("mirage.agentd")
 DEFAULT_CONFIG = "/etc/mirage/mirage.toml"

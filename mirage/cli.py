@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.cliutil import dispatch
+from hpcbase.cli import dispatch
 
 COMMANDS = {
     "dataset": ("mirage.dataset", "hindsight labels (the gap of every submit time) as Parquet"),

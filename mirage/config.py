@@ -6,16 +6,12 @@ docs/mirage-live.md lists them all.
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from hpcbase.config import ConfigError, build_sections, parse_toml, read_config
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -73,44 +69,14 @@ class Config:
     path: str = ""
 
 
-_CLASSES = {"slurm": SlurmSection, "history": HistorySection, "decisions": DecisionsSection,
-            "http": HttpSection, "chains": ChainsSection, "log": LogSection}
-
-
-def _check_type(where: str, value: Any, default: Any) -> Any:
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    elif isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-    elif isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-    elif isinstance(default, list) and (
-        not isinstance(value, list) or not all(isinstance(v, str) for v in value)
-    ):
-        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
-    return value
-
-
-def _section(path: str, name: str, raw: Any) -> Any:
-    cls = _CLASSES[name]
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: [{name}] must be a table")
-    defaults = cls()
-    known = {f.name for f in fields(cls)}
-    values = {}
-    for key, value in raw.items():
-        where = f"{path}: {name}.{key}"
-        if key not in known:
-            raise ConfigError(f"{where}: unknown key; known: {', '.join(sorted(known))}")
-        values[key] = _check_type(where, value, getattr(defaults, key))
-    return cls(**values)
+_CLASSES = {
+    "slurm": SlurmSection,
+    "history": HistorySection,
+    "decisions": DecisionsSection,
+    "http": HttpSection,
+    "chains": ChainsSection,
+    "log": LogSection,
+}
 
 
 def _positive(path: str, where: str, value: float) -> None:
@@ -121,27 +87,34 @@ def _positive(path: str, where: str, value: float) -> None:
 def validate(cfg: Config) -> Config:
     p = cfg.path or "<config>"
     if cfg.slurm.backend not in ("auto", "cli", "pyslurm"):
-        raise ConfigError(f"{p}: slurm.backend: must be auto, cli or pyslurm, got "
-                          f"{cfg.slurm.backend!r}")
-    for where, value in (("slurm.retry_timeout", cfg.slurm.retry_timeout),
-                         ("slurm.retry_attempts", cfg.slurm.retry_attempts),
-                         ("history.sample_interval", cfg.history.sample_interval),
-                         ("history.window", cfg.history.window),
-                         ("decisions.decision_interval", cfg.decisions.decision_interval),
-                         ("chains.poll_interval", cfg.chains.poll_interval)):
+        raise ConfigError(
+            f"{p}: slurm.backend: must be auto, cli or pyslurm, got {cfg.slurm.backend!r}"
+        )
+    for where, value in (
+        ("slurm.retry_timeout", cfg.slurm.retry_timeout),
+        ("slurm.retry_attempts", cfg.slurm.retry_attempts),
+        ("history.sample_interval", cfg.history.sample_interval),
+        ("history.window", cfg.history.window),
+        ("decisions.decision_interval", cfg.decisions.decision_interval),
+        ("chains.poll_interval", cfg.chains.poll_interval),
+    ):
         _positive(p, where, value)
     if cfg.slurm.min_interval < 0:
         raise ConfigError(f"{p}: slurm.min_interval: must be >= 0")
     if cfg.history.max_limit < 0:
         raise ConfigError(f"{p}: history.max_limit: must be >= 0 (0: the partition's MaxTime)")
     if cfg.decisions.decision_interval < cfg.history.sample_interval:
-        raise ConfigError(f"{p}: decisions.decision_interval: must be at least "
-                          f"history.sample_interval ({cfg.history.sample_interval:g} s)")
+        raise ConfigError(
+            f"{p}: decisions.decision_interval: must be at least "
+            f"history.sample_interval ({cfg.history.sample_interval:g} s)"
+        )
     if not cfg.decisions.policies:
         raise ConfigError(f"{p}: decisions.policies: must name at least one policy")
     if cfg.decisions.default_policy not in cfg.decisions.policies:
-        raise ConfigError(f"{p}: decisions.default_policy: {cfg.decisions.default_policy!r} "
-                          "is not in decisions.policies")
+        raise ConfigError(
+            f"{p}: decisions.default_policy: {cfg.decisions.default_policy!r} "
+            "is not in decisions.policies"
+        )
     if not 0 <= cfg.http.port <= 65535:
         raise ConfigError(f"{p}: http.port: must be 0..65535, got {cfg.http.port}")
     if cfg.log.level not in LOG_LEVELS:
@@ -153,26 +126,10 @@ def validate(cfg: Config) -> Config:
 
 def parse(text: str, path: str = "<config>") -> Config:
     """A validated configuration from TOML text."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    sections = {}
-    for name, value in raw.items():
-        if name not in _CLASSES:
-            raise ConfigError(f"{path}: [{name}]: unknown section; known: "
-                              f"{', '.join(_CLASSES)}")
-        sections[name] = _section(path, name, value)
+    sections = build_sections(parse_toml(text, path), path, _CLASSES)
     return validate(Config(**sections, path=path))
 
 
 def load(path: str | Path) -> Config:
     """Read and validate a configuration file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such configuration file") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
-    return parse(text, str(p))
+    return parse(read_config(path), str(path))

@@ -232,7 +232,7 @@ def save(data: HindsightData, path: str | Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mirage.fileio import atomic_path
+    from hpcbase.atomic import atomic_path
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -246,9 +246,9 @@ def save(data: HindsightData, path: str | Path) -> Path:
     cols.update({f"ctx{i}": data.ctx[:, i] for i in range(N_FEATURES)})
     table = pa.table(cols).replace_schema_metadata(md)
     hist = pa.table({f"f{i}": data.hist[:, i] for i in range(N_FEATURES)})
-    with atomic_path(_hist_path(path)) as tmp:
+    with atomic_path(_hist_path(path), suffix=".parquet") as tmp:
         pq.write_table(hist.replace_schema_metadata(md), tmp)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, suffix=".parquet") as tmp:
         pq.write_table(table, tmp)
     return path
 

@@ -66,7 +66,7 @@ class Metrics:
             self.overlap.observe(-gap)
 
     def timed_run(self, run: Callable[..., Any] = subprocess.run) -> Callable[..., Any]:
-        """A ``subprocess.run`` for :class:`mirage.slurm.CommandRunner` that records each
+        """A ``subprocess.run`` for :class:`hpcbase.slurm.CommandRunner` that records each
         Slurm command's duration and failures."""
         known = {"sbatch", "squeue", "scontrol", "scancel", "sacct"}
 

@@ -1,7 +1,7 @@
 """Mirage's observation: a history of queue summaries plus the chain's own state.
 
 One builder serves the simulator and the live cluster: push a
-:class:`~sim.snapshot.QueueSnapshot` every ``sample_interval`` seconds (default 10 min), then
+:class:`~hpcbase.snapshot.QueueSnapshot` every ``sample_interval`` seconds (default 10 min), then
 call :meth:`ObservationBuilder.observe` with the chain's :class:`ChainState` at a decision.
 
 The observation is a ``(window + 1, N_FEATURES)`` float32 matrix: rows ``0 .. window-1`` are
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.snapshot import QueueSnapshot
+from hpcbase.snapshot import QueueSnapshot
 
 FEATURE_VERSION = 2
 """Bumped whenever the meaning or order of a feature changes; stored with every model.

@@ -33,7 +33,7 @@ import numpy as np
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, unit_sizes
 from mirage.envs.world import ChainSpec, ChainWorld
-from mirage.eval.report import write_bytes
+from hpcbase.atomic import atomic_write
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -145,7 +145,7 @@ def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in members.items():
             zf.writestr(name, data)
-    write_bytes(path, buf.getvalue())
+    atomic_write(path, buf.getvalue())
     return meta
 
 
@@ -240,7 +240,7 @@ def plot_bars(path: Path, rows: list[dict[str, Any]], title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mirage.fileio import atomic_path
+    from hpcbase.atomic import atomic_path
 
     part = [r for r in rows if r["level"] == "all"]
     names = [r["agent"] for r in part]
@@ -254,7 +254,7 @@ def plot_bars(path: Path, rows: list[dict[str, Any]], title: str) -> None:
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
+    with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)
 
@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     best_seed = min(seeds, key=lambda s: metas[default, s]["validation"]["abs_gap"])
     choice = {"default": default, "default_seed": best_seed, "validation_abs_gap": means,
               "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())}}
-    write_bytes(out / "choice.json", json.dumps(choice, indent=1).encode())
+    atomic_write(out / "choice.json", json.dumps(choice, indent=1).encode())
     _log(f"default: {default} (seed {best_seed}); validation mean |gap|: "
          + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()))
     if args.stage == "train":
@@ -325,9 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables[f"{units}node"] = rows
         report.append(seed_markdown(rows, f"Test split, {units}-node chains"))
         plot_bars(out / f"test-{units}node.png", rows, f"{units}-node chains, test split")
-    write_bytes(out / "tables.json", json.dumps(tables, indent=1).encode())
+    atomic_write(out / "tables.json", json.dumps(tables, indent=1).encode())
     report.append(f"Study time: {time.time() - began:.0f} s with --jobs {args.jobs}.")
-    write_bytes(out / "README.md", "\n".join(report).encode())
+    atomic_write(out / "README.md", "\n".join(report).encode())
     print("\n".join(report))
     return 0
 

@@ -28,7 +28,7 @@ if [[ ! -f $stamp ]]; then
     # (an unpinned torch would pull a multi-GB CUDA build).
     .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
     .venv/bin/pip install -q --disable-pip-version-check -e '.[fuse,parquet,dev]' 2>&1 | grep -v '^WARNING: Location' || true
-    .venv/bin/python -c "import sim, mirage, themis, torch, stable_baselines3, pyfuse3" \
+    .venv/bin/python -c "import hpcbase, sim, mirage, themis, torch, stable_baselines3, pyfuse3" \
         || { echo "setup: the Python install failed" >&2; exit 1; }
     rm -f .venv/.installed-*
     touch "$stamp"

@@ -357,31 +357,76 @@ static inline double round_end(double t, double res) {
     return ceil(t / res) * res;
 }
 
-/* The arguments of plan() and estimate(): the queue (a list of jobs), an index, then the map
- * arguments of _map_args() in sim/engine.py. */
-static int parse_map_call(PyObject *args, const char *fname, PyObject **order, Py_ssize_t *index,
-                          Params *p, long long *free_now, PyObject **ends) {
-    if (PyTuple_GET_SIZE(args) < 2 || !PyList_Check(PyTuple_GET_ITEM(args, 0))) {
-        PyErr_Format(PyExc_TypeError, "%s(order, index, ...): order must be a list", fname);
+/* The map's inputs come as one record, sim.mapparams.MapParams: any object with these
+ * attributes (read by name once per call; a missing or mistyped one is a clear error). */
+enum { P_NOW, P_FREE, P_ENDS, P_HORIZON, P_MIN_STEP, P_PER_NODE, P_TOTAL, P_WINDOW, P_LINEAR,
+       P_EPOCH, P_RESOLUTION, N_PARAMS };
+static const char *PARAM_NAMES[N_PARAMS] = {
+    "now", "free", "ends", "horizon", "min_step", "per_node", "total", "window", "linear",
+    "epoch", "resolution",
+};
+static PyObject *param_keys[N_PARAMS]; /* interned at import */
+
+static PyObject *param_get(PyObject *rec, int k) { return PyObject_GetAttr(rec, param_keys[k]); }
+
+static int param_double(PyObject *rec, int k, double *out) {
+    const char *name = PARAM_NAMES[k];
+    PyObject *v = param_get(rec, k);
+    if (v == NULL) return -1;
+    *out = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "map parameter %s must be a number", name);
         return -1;
     }
-    *order = PyTuple_GET_ITEM(args, 0);
-    *index = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 1));
-    if (*index == -1 && PyErr_Occurred()) return -1;
-    PyObject *tail = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
-    if (tail == NULL) return -1;
-    int ok = PyArg_ParseTuple(tail, "dLO!ddLLdddd;map arguments: now, free, ends, horizon, "
-                              "min_step, per_node, total, window, linear, epoch, resolution",
-                              &p->now, free_now, &PyList_Type, ends, &p->horizon, &p->min_step,
-                              &p->per_node, &p->total, &p->window, &p->linear, &p->epoch, &p->res);
-    Py_DECREF(tail);
-    return ok ? 0 : -1;
+    return 0;
+}
+
+static int param_ll(PyObject *rec, int k, long long *out) {
+    const char *name = PARAM_NAMES[k];
+    PyObject *v = param_get(rec, k);
+    if (v == NULL) return -1;
+    PyObject *i = PyNumber_Index(v); /* ints and int-like (numpy) values, not floats */
+    Py_DECREF(v);
+    *out = i != NULL ? PyLong_AsLongLong(i) : -1;
+    Py_XDECREF(i);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "map parameter %s must be an int", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* plan() and estimate() take (order, index, params): the queue (a list of jobs), an index,
+ * and the map's inputs (see MapParams in sim/mapparams.py for their meaning). */
+static int parse_map_call(PyObject *args, const char *fname, PyObject **order, Py_ssize_t *index,
+                          Params *p, long long *free_now, PyObject **ends) {
+    PyObject *rec;
+    if (!PyArg_ParseTuple(args, "O!nO", &PyList_Type, order, index, &rec)) return -1;
+    PyObject *e = param_get(rec, P_ENDS);
+    if (e == NULL) return -1;
+    Py_DECREF(e); /* the record keeps it alive for the call */
+    if (!PyList_Check(e)) {
+        PyErr_Format(PyExc_TypeError, "%s: map parameter ends must be a list", fname);
+        return -1;
+    }
+    *ends = e;
+    if (param_double(rec, P_NOW, &p->now) < 0 || param_ll(rec, P_FREE, free_now) < 0 ||
+        param_double(rec, P_HORIZON, &p->horizon) < 0 ||
+        param_double(rec, P_MIN_STEP, &p->min_step) < 0 ||
+        param_ll(rec, P_PER_NODE, &p->per_node) < 0 || param_ll(rec, P_TOTAL, &p->total) < 0 ||
+        param_double(rec, P_WINDOW, &p->window) < 0 ||
+        param_double(rec, P_LINEAR, &p->linear) < 0 ||
+        param_double(rec, P_EPOCH, &p->epoch) < 0 ||
+        param_double(rec, P_RESOLUTION, &p->res) < 0)
+        return -1;
+    return 0;
 }
 
 typedef struct { double t, dur; long long units; } Held;
 
-/* plan(order, n_test, now, free, ends, horizon, min_step, per_node, total, window, linear,
- *      epoch, resolution) -> list[int]
+/* plan(order, n_test, params) -> list[int]
  * The backfill pass: indices (into order) of the jobs it starts now. A job that waits
  * reserves its earliest start (whole nodes); a job started now joins the running jobs, so
  * the map is rebuilt with it (its end can regroup the others) and the reservations so far. */
@@ -453,7 +498,7 @@ fail:
     return NULL;
 }
 
-/* estimate(order, target, now, free, ends, ...) -> float | None
+/* estimate(order, target, params) -> float | None
  * squeue --start: every job before `target` reserves its earliest start (whole nodes), then
  * the target's earliest start, or None when none lies within the horizon. */
 static PyObject *estimate(PyObject *self, PyObject *args) {
@@ -656,4 +701,10 @@ static struct PyModuleDef module = {
     "Compiled core of the simulator: the backfill map and the priority refresh.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__backfill(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__backfill(void) {
+    for (int k = 0; k < N_PARAMS; k++) {
+        if (param_keys[k] == NULL && (param_keys[k] = PyUnicode_InternFromString(PARAM_NAMES[k])) == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -4,17 +4,11 @@ from typing import Any
 
 import numpy as np
 
+from sim.mapparams import MapParams
+
 def register(cls: type, /) -> None: ...
-def plan(
-    order: list[Any], n_test: int, now: float, free: int, ends: list[tuple[float, int, int]],
-    horizon: float, min_step: float, per_node: int, total: int, window: float, linear: float,
-    epoch: float, resolution: float, /,
-) -> list[int]: ...
-def estimate(
-    order: list[Any], target: int, now: float, free: int, ends: list[tuple[float, int, int]],
-    horizon: float, min_step: float, per_node: int, total: int, window: float, linear: float,
-    epoch: float, resolution: float, /,
-) -> float | None: ...
+def plan(order: list[Any], n_test: int, params: MapParams, /) -> list[int]: ...
+def estimate(order: list[Any], target: int, params: MapParams, /) -> float | None: ...
 def refresh(
     order: list[Any], tick: float, w_age: float, max_age: float, w_fs: float,
     fs: np.ndarray | None, /,

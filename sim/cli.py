@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.cliutil import dispatch
+from hpcbase.cli import dispatch
 
 COMMANDS = {
     "replay": ("sim.replay_cli", "replay a trace through the simulator and report"),

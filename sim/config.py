@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.timefmt import parse_duration
-
-
-class ConfigError(ValueError):
-    """A slurm.conf value the simulator cannot use; the message names file:line and key."""
+from hpcbase.config import ConfigError, read_config
+from hpcbase.slurmtime import parse_duration
 
 
 @dataclass(slots=True)
@@ -148,11 +146,7 @@ class _Reader:
         self.depth = 0
 
     def read(self, path: Path) -> None:
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read slurm.conf: {e.strerror}") from None
-        self.read_text(text, str(path), path.parent)
+        self.read_text(read_config(path, "slurm.conf"), str(path), path.parent)
 
     def read_text(self, text: str, name: str, base: Path) -> None:
         for lineno, raw in enumerate(text.splitlines(), 1):
@@ -193,58 +187,43 @@ class _Reader:
             self.depth -= 1
 
     def _apply(self, pairs: list[tuple[str, str]]) -> None:
-        cfg = self.cfg
+        """One line's ``Key=Value`` pairs (the first names the setting; unknown ones are
+        ignored, as a site's slurm.conf holds many the simulator does not model)."""
         key, value = pairs[0]
         k = key.lower()
+        attrs = {a.lower(): v for a, v in pairs[1:]}
         if k == "nodename":
-            attrs = {a.lower(): v for a, v in pairs[1:]}
-            if value.upper() == "DEFAULT":
-                return
-            count = _count_hosts(value)
-            cpus = int(attrs.get("cpus", attrs.get("procs", "1")))
-            cfg.nodes += count
-            cfg.cpus += count * cpus
+            self._node(value, attrs)
         elif k == "partitionname":
-            if value.upper() == "DEFAULT":
-                return
-            attrs = {a.lower(): v for a, v in pairs[1:]}
-            part = Partition(name=value)
-            if "maxtime" in attrs:
-                part.max_time = parse_duration(attrs["maxtime"])
-            part.priority_job_factor = int(attrs.get("priorityjobfactor", 1))
-            part.priority_tier = int(attrs.get("prioritytier", 1))
-            part.default = attrs.get("default", "NO").upper() == "YES"
-            cfg.partitions[value] = part
-        elif k == "prioritytype":
-            if value not in ("priority/basic", "priority/multifactor"):
-                raise ConfigError(f"PriorityType={value}: the simulator models priority/basic and priority/multifactor")
-            cfg.priority_type = value
+            self._partition(value, attrs)
         elif k in _WEIGHTS:
             w = int(value)
             if w < 0:
                 raise ConfigError(f"{key} must be >= 0, got {value}")
-            setattr(cfg, _WEIGHTS[k], w)
-        elif k == "prioritymaxage":
-            cfg.max_age = parse_duration(value)
-        elif k == "prioritydecayhalflife":
-            cfg.decay_half_life = parse_duration(value)
-        elif k == "prioritycalcperiod":
-            cfg.calc_period = max(60.0, parse_duration(value))
-        elif k == "priorityfavorsmall":
-            cfg.favor_small = value.upper() == "YES"
-        elif k == "priorityflags":
-            cfg.accrue_always = "ACCRUE_ALWAYS" in value.upper().split(",")
-        elif k == "schedulertype":
-            if value not in ("sched/backfill", "sched/builtin"):
-                raise ConfigError(f"SchedulerType={value}: expected sched/backfill or sched/builtin")
-            cfg.scheduler_type = value
+            setattr(self.cfg, _WEIGHTS[k], w)
+        elif k in _SETTINGS:
+            _SETTINGS[k](self.cfg, value)
         elif k == "schedulerparameters":
             self._sched_params(value)
-        elif k == "accountingstoragetype":
-            cfg.accounting = value.lower() != "accounting_storage/none"
-        elif k == "selecttypeparameters":
-            v = value.upper()
-            cfg.units = "cpus" if ("CR_CPU" in v or "CR_CORE" in v) else "nodes"
+
+    def _node(self, value: str, attrs: dict[str, str]) -> None:
+        if value.upper() == "DEFAULT":
+            return
+        count = _count_hosts(value)
+        cpus = int(attrs.get("cpus", attrs.get("procs", "1")))
+        self.cfg.nodes += count
+        self.cfg.cpus += count * cpus
+
+    def _partition(self, value: str, attrs: dict[str, str]) -> None:
+        if value.upper() == "DEFAULT":
+            return
+        part = Partition(name=value)
+        if "maxtime" in attrs:
+            part.max_time = parse_duration(attrs["maxtime"])
+        part.priority_job_factor = int(attrs.get("priorityjobfactor", 1))
+        part.priority_tier = int(attrs.get("prioritytier", 1))
+        part.default = attrs.get("default", "NO").upper() == "YES"
+        self.cfg.partitions[value] = part
 
     def _sched_params(self, value: str) -> None:
         cfg = self.cfg
@@ -260,3 +239,60 @@ class _Reader:
                 setattr(cfg, _SCHED_SECONDS[name], float(int(v)))
             elif name == "bf_window":
                 cfg.bf_window = int(v) * 60.0
+
+
+def _priority_type(cfg: SlurmConfig, value: str) -> None:
+    if value not in ("priority/basic", "priority/multifactor"):
+        raise ConfigError(
+            f"PriorityType={value}: the simulator models priority/basic and priority/multifactor"
+        )
+    cfg.priority_type = value
+
+
+def _scheduler_type(cfg: SlurmConfig, value: str) -> None:
+    if value not in ("sched/backfill", "sched/builtin"):
+        raise ConfigError(f"SchedulerType={value}: expected sched/backfill or sched/builtin")
+    cfg.scheduler_type = value
+
+
+def _max_age(cfg: SlurmConfig, value: str) -> None:
+    cfg.max_age = parse_duration(value)
+
+
+def _half_life(cfg: SlurmConfig, value: str) -> None:
+    cfg.decay_half_life = parse_duration(value)
+
+
+def _calc_period(cfg: SlurmConfig, value: str) -> None:
+    cfg.calc_period = max(60.0, parse_duration(value))
+
+
+def _favor_small(cfg: SlurmConfig, value: str) -> None:
+    cfg.favor_small = value.upper() == "YES"
+
+
+def _priority_flags(cfg: SlurmConfig, value: str) -> None:
+    cfg.accrue_always = "ACCRUE_ALWAYS" in value.upper().split(",")
+
+
+def _accounting(cfg: SlurmConfig, value: str) -> None:
+    cfg.accounting = value.lower() != "accounting_storage/none"
+
+
+def _select_params(cfg: SlurmConfig, value: str) -> None:
+    v = value.upper()
+    cfg.units = "cpus" if ("CR_CPU" in v or "CR_CORE" in v) else "nodes"
+
+
+# Settings of one value each: lower-case key -> what it sets.
+_SETTINGS: dict[str, Callable[[SlurmConfig, str], None]] = {
+    "prioritytype": _priority_type,
+    "prioritymaxage": _max_age,
+    "prioritydecayhalflife": _half_life,
+    "prioritycalcperiod": _calc_period,
+    "priorityfavorsmall": _favor_small,
+    "priorityflags": _priority_flags,
+    "schedulertype": _scheduler_type,
+    "accountingstoragetype": _accounting,
+    "selecttypeparameters": _select_params,
+}

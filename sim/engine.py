@@ -23,60 +23,20 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.jobs import JobSpec, JobState
+from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
-from sim.job import JobSpec, JobState
+from sim.mapparams import MapParams
 from sim.priority import PriorityModel
-from sim.snapshot import QueueSnapshot
+from sim.state import SimJob, SimState
 from sim.traces.model import Trace
 
 _SUBMIT, _TIMER, _KICK, _END = 0, 1, 2, 3
 # Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
 WILL_RUN_WINDOW = 30.0
 _NAN = math.nan
-
-
-class _Job:
-    """A job inside the simulator (pending or running)."""
-
-    __slots__ = (
-        "id", "seq", "tidx", "units", "limit", "runtime", "user", "group", "name",
-        "submit", "begin", "deps", "part", "tier", "static", "exit_code", "state",
-        "eligible", "accrue", "start", "end", "prio", "key", "backfill", "has_singleton",
-    )
-
-    id: int
-    seq: int
-    tidx: int
-    units: int
-    limit: float
-    runtime: float
-    user: int
-    group: int
-    name: str
-    submit: float
-    begin: float | None
-    deps: list[Dependency]
-    has_singleton: bool
-    part: str
-    tier: int
-    static: float
-    exit_code: int
-    state: JobState
-    eligible: float
-    accrue: float
-    start: float
-    end: float
-    prio: int
-    key: tuple[int, int, int]
-    backfill: bool
-
-    def sort_key(self) -> tuple[int, int, int]:
-        return self.key
-
-
-_backfill.register(_Job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +100,9 @@ class Simulator:
         if total_units is None:
             total_units = cfg.cpus if unit in ("cpus", "procs") else cfg.nodes
         if not total_units or total_units <= 0:
-            raise ValueError("cluster size unknown: pass total_units (the trace and config give none)")
+            raise ValueError(
+                "cluster size unknown: pass total_units (the trace and config give none)"
+            )
         self.total_units = int(total_units)
         self.unit = unit
         self.seed = seed
@@ -154,42 +116,41 @@ class Simulator:
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1
         )
         self._arrays = _TraceArrays(trace, self.total_units)
-        self._next_id = self._arrays.max_id + 1
-        # --- mutable state (everything below is captured by snapshot()) ---
-        self.now = 0.0
-        self.free = self.total_units
-        self._cursor = 0  # next trace job to arrive
-        self._heap: list[tuple[float, int, int, Any]] = []  # payload: a _Job, or None for kicks
-        self._seq = 0
-        self._pending: dict[int, _Job] = {}
-        self._running: dict[int, _Job] = {}
-        self._ends: list[tuple[float, int, int]] = []  # (rounded expected end, seq, units), sorted
-        self._order: list[_Job] = []  # eligible pending jobs by (tier, priority, seq)
-        self._min_units: list[tuple[int, int, int]] = []  # heap of (units, seq, id), lazy
-        self._minu = -1  # its valid minimum, cached; -1 when unknown
-        self._waiters: dict[int, list[_Job]] = {}  # target id -> jobs whose deps name it
-        self._singleton: dict[tuple[int, str], list[_Job]] = {}
+        self._params = MapParams(
+            now=0.0,
+            free=self.total_units,
+            ends=[],
+            horizon=cfg.bf_window,
+            min_step=max(cfg.bf_resolution, 1.0),
+            per_node=self._cpus_per_node,
+            total=self.total_units,
+            window=WILL_RUN_WINDOW,
+            linear=float(cfg.bf_window_linear),
+            epoch=self.epoch,
+            resolution=float(cfg.bf_resolution),
+        )
+        self.state = SimState(
+            free=self.total_units,
+            next_id=self._arrays.max_id + 1,
+            # the first PriorityCalcPeriod tick is due at once when priorities depend on time
+            calc_next=-math.inf if self.prio.time_dependent else math.inf,
+            fairshare=self.prio.fairshare,
+        )
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
         self._fin_pos: dict[int, int] = {}  # job id -> index in _log
-        self._prio_tick = -math.inf
-        # the next PriorityCalcPeriod tick (due at once when priorities are time dependent)
-        self._calc_next = -math.inf if self.prio.time_dependent else math.inf
-        self._main_dirty = False
-        self._bf_dirty = False
-        self._full_main_due = False
-        self.n_backfilled = 0
         self.on_start: Callable[[int, float], None] | None = None
 
     # ------------------------------------------------------------------ public API
     def submit(self, spec: JobSpec) -> int:
         """Inject a job (e.g. the next job of a chain); returns its job id."""
-        jid = spec.job_id if spec.job_id is not None else self._next_id
+        st = self.state
+        jid = spec.job_id if spec.job_id is not None else st.next_id
         if self._known(jid):
             raise ValueError(f"job id {jid} already exists")
-        self._next_id = max(self._next_id, jid + 1)
-        submit = self.now if spec.submit is None else float(spec.submit)
-        if submit < self.now:
-            raise ValueError(f"submit time {submit} is in the past (now {self.now})")
+        st.next_id = max(st.next_id, jid + 1)
+        submit = st.now if spec.submit is None else float(spec.submit)
+        if submit < st.now:
+            raise ValueError(f"submit time {submit} is in the past (now {st.now})")
         if spec.units <= 0 or spec.units > self.total_units:
             raise ValueError(f"job asks for {spec.units} units; the cluster has {self.total_units}")
         if spec.limit <= 0:
@@ -199,10 +160,22 @@ class Simulator:
             if d.target is not None and not self._known(d.target):
                 raise ValueError(f"dependency on unknown job {d.target}")
         job = self._new_job(
-            jid, -1, spec.units, spec.limit, spec.runtime, spec.user, spec.group, spec.name,
-            submit, spec.begin, deps, spec.partition, spec.qos_factor, spec.exit_code,
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            submit,
+            spec.begin,
+            deps,
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
         )
-        if submit <= self.now:
+        if submit <= st.now:
             self._arrive(job)
             self._after_submissions()
             self._after_events()
@@ -212,12 +185,13 @@ class Simulator:
 
     def cancel(self, job_id: int) -> None:
         """Cancel a pending or running job (``scancel``)."""
-        job = self._pending.get(job_id)
+        st = self.state
+        job = st.pending.get(job_id)
         if job is not None:
             self._remove_pending(job)
-            self._finish(job, JobState.CANCELLED, _NAN, self.now)
-        elif job_id in self._running:
-            job = self._running.pop(job_id)
+            self._finish(job, JobState.CANCELLED, _NAN, st.now)
+        elif job_id in st.running:
+            job = st.running.pop(job_id)
             job.runtime = -1.0  # marks the heap entry stale
             self._release(job, JobState.CANCELLED)
         else:
@@ -226,7 +200,8 @@ class Simulator:
 
     def job(self, job_id: int) -> JobView:
         """The job's current view; raises KeyError for an unknown id."""
-        job = self._pending.get(job_id) or self._running.get(job_id)
+        st = self.state
+        job = st.pending.get(job_id) or st.running.get(job_id)
         if job is not None:
             return self._view(job, job.state)
         pos = self._fin_pos.get(job_id)
@@ -234,27 +209,41 @@ class Simulator:
             r = self._log[pos]
             ran = r.end - r.start if not math.isnan(r.start) else 0.0
             return JobView(
-                job_id, r.state, r.units, r.limit, ran, r.user, "", r.submit, r.eligible,
-                r.start, r.end, 0, r.backfill,
+                job_id,
+                r.state,
+                r.units,
+                r.limit,
+                ran,
+                r.user,
+                "",
+                r.submit,
+                r.eligible,
+                r.start,
+                r.end,
+                0,
+                r.backfill,
             )
         raise KeyError(f"unknown job {job_id}")
 
     def next_event_time(self) -> float:
         """Time of the next submission, job end or timer (inf when none remain)."""
-        t = self._heap[0][0] if self._heap else math.inf
-        if self._cursor < self._arrays.n:
-            t = min(t, float(self._arrays.submit[self._cursor]))
+        st = self.state
+        t = st.heap[0][0] if st.heap else math.inf
+        if st.cursor < self._arrays.n:
+            t = min(t, float(self._arrays.submit[st.cursor]))
         return t
 
     def advance(self, until: float) -> None:
         """Process every event with time <= ``until``; afterwards ``now == until``."""
-        if until < self.now:
-            raise ValueError(f"cannot go back in time ({until} < {self.now})")
+        st = self.state
+        if until < st.now:
+            raise ValueError(f"cannot go back in time ({until} < {st.now})")
         self._loop(until)
-        self.now = until
+        st.now = until
 
     def run(self, *, progress: bool = False, until: float = math.inf) -> None:
         """Run until no event remains (or ``until``)."""
+        st = self.state
         if not progress:
             self._loop(until)
             return
@@ -266,16 +255,17 @@ class Simulator:
             while self.next_event_time() <= until and self.next_event_time() < math.inf:
                 target = min(until, self.next_event_time() + 6 * 3600.0)
                 self._loop(target)
-                bar.update(self._cursor - done)
-                done = self._cursor
+                bar.update(st.cursor - done)
+                done = st.cursor
 
     def queue_snapshot(self) -> QueueSnapshot:
         """Pending and running jobs now, as ``squeue`` shows them."""
-        pend = list(self._pending.values())
-        run = list(self._running.values())
+        st = self.state
+        pend = list(st.pending.values())
+        run = list(st.running.values())
         f64, i64 = np.float64, np.int64
         return QueueSnapshot(
-            time=self.now,
+            time=st.now,
             total_units=self.total_units,
             pend_id=np.fromiter((j.id for j in pend), i64, len(pend)),
             pend_units=np.fromiter((j.units for j in pend), i64, len(pend)),
@@ -292,22 +282,22 @@ class Simulator:
         """Expected start of a pending job as ``squeue --start`` reports it: reservations
         of every higher-priority job in the backfill map, then this job's earliest fit.
         None when the job is not eligible yet or no start lies within ``bf_window``."""
-        job = self._pending.get(job_id)
+        st = self.state
+        job = st.pending.get(job_id)
         if job is None:
-            if job_id in self._running:
-                return self._running[job_id].start
+            if job_id in st.running:
+                return st.running[job_id].start
             raise KeyError(f"job {job_id} is not pending")
         if math.isnan(job.eligible):
             return None
         self._refresh_priorities()
-        return _backfill.estimate(self._order, self._order.index(job), *self._map_args())
+        order = st.order
+        return _backfill.estimate(order, order.index(job), self._map_params())
 
     def snapshot(self) -> bytes:
-        """The whole mutable state, cheaply (O(live jobs)); see :meth:`restore`."""
-        state = {k: getattr(self, k) for k in _STATE_FIELDS}
-        state["_fairshare"] = self.prio.fairshare
-        state["_log_len"] = len(self._log)
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        """The whole mutable state (:class:`SimState`), cheaply (O(live jobs)); see
+        :meth:`restore`."""
+        return pickle.dumps((self.state, len(self._log)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, blob: bytes) -> None:
         """Return to a state taken by :meth:`snapshot` (of this or another simulator over
@@ -317,14 +307,27 @@ class Simulator:
         simulator's log to the snapshot's length, and a simulator whose log is shorter (a
         fresh one, or one restored to an earlier point) simply lacks the records of jobs
         that finished before the snapshot."""
-        state = pickle.loads(blob)
-        n = state.pop("_log_len")
-        self.prio.fairshare = state.pop("_fairshare")
-        for k, v in state.items():
-            setattr(self, k, v)
+        state, n = pickle.loads(blob)
+        self.state = state
+        self.prio.fairshare = state.fairshare
         for rec in self._log[n:]:
             del self._fin_pos[rec.job_id]
         del self._log[n:]
+
+    @property
+    def now(self) -> float:
+        """The simulated time (seconds after ``epoch``)."""
+        return self.state.now
+
+    @property
+    def free(self) -> int:
+        """Units free now."""
+        return self.state.free
+
+    @property
+    def n_backfilled(self) -> int:
+        """Jobs started by the backfill scheduler so far."""
+        return self.state.n_backfilled
 
     @property
     def records(self) -> list[Record]:
@@ -333,22 +336,26 @@ class Simulator:
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        st = self.state
+        return len(st.pending)
 
     @property
     def running_count(self) -> int:
-        return len(self._running)
+        st = self.state
+        return len(st.running)
 
     # ------------------------------------------------------------------ event loop
     def _push(self, t: float, kind: int, payload: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, kind, self._seq, payload))
+        st = self.state
+        st.seq += 1
+        heapq.heappush(st.heap, (t, kind, st.seq, payload))
 
-    def _loop(self, until: float) -> None:
+    def _loop(self, until: float) -> None:  # noqa: C901 -- the event loop, inlined for speed
+        st = self.state
         arrays = self._arrays
         submit_times = arrays.submit
         n = arrays.n
-        heap = self._heap
+        heap = st.heap
         cfg = self.cfg
         bf = cfg.backfill
         bf_int = cfg.bf_interval
@@ -356,38 +363,38 @@ class Simulator:
         time_dep = self.prio.time_dependent
         while True:
             t = heap[0][0] if heap else math.inf
-            if self._cursor < n:
-                ts = submit_times[self._cursor]
+            if st.cursor < n:
+                ts = submit_times[st.cursor]
                 if ts < t:
                     t = float(ts)
             # periodic passes that could change something (_can_any_start, inlined)
-            free = self.free
-            if free > 0 and free >= (self._minu if self._minu >= 0 else self._min_pending_units()):
-                if bf and self._bf_dirty:
-                    tb = math.ceil(self.now / bf_int) * bf_int
-                    if tb <= self.now and self._bf_ran_at == self.now:
+            free = st.free
+            if free > 0 and free >= (st.minu if st.minu >= 0 else self._min_pending_units()):
+                if bf and st.bf_dirty:
+                    tb = math.ceil(st.now / bf_int) * bf_int
+                    if tb <= st.now and st.bf_ran_at == st.now:
                         tb += bf_int
                     if tb < t:
                         t = tb
-                if self._full_main_due and sched_int > 0:
-                    tm = math.ceil(self.now / sched_int) * sched_int
-                    if tm <= self.now and self._main_ran_at == self.now:
+                if st.full_main_due and sched_int > 0:
+                    tm = math.ceil(st.now / sched_int) * sched_int
+                    if tm <= st.now and st.main_ran_at == st.now:
                         tm += sched_int
                     if tm < t:
                         t = tm
                 if time_dep:
-                    tc = self._calc_next
+                    tc = st.calc_next
                     if tc < t:
-                        t = tc if tc > self.now else self.now
+                        t = tc if tc > st.now else st.now
             if t > until or t == math.inf:
                 return
-            self.now = t
+            st.now = t
             events = False
             submitted = False
             # 1. submissions: trace jobs, then injected ones
-            while self._cursor < n and submit_times[self._cursor] == t:
-                self._arrive(self._trace_job(self._cursor))
-                self._cursor += 1
+            while st.cursor < n and submit_times[st.cursor] == t:
+                self._arrive(self._trace_job(st.cursor))
+                st.cursor += 1
                 submitted = True
             while heap and heap[0][0] == t and heap[0][1] == _SUBMIT:
                 self._arrive(heapq.heappop(heap)[3])
@@ -398,28 +405,28 @@ class Simulator:
             # 2. timers
             while heap and heap[0][0] == t and heap[0][1] == _TIMER:
                 job = heapq.heappop(heap)[3]
-                if job.id in self._pending:
+                if job.id in st.pending:
                     self._check_eligible(job)
                 events = True
-                self._main_dirty = True
+                st.main_dirty = True
             # 3. the delayed main-scheduler run for batch submissions
             while heap and heap[0][0] == t and heap[0][1] == _KICK:
                 heapq.heappop(heap)
                 events = True
-                self._main_dirty = True
+                st.main_dirty = True
             # 4. the backfill loop: it sees this second's submissions, not its job ends
-            if bf and t % bf_int == 0 and self._bf_ran_at != t:
-                self._bf_ran_at = t
-                if self._bf_dirty or events:
+            if bf and t % bf_int == 0 and st.bf_ran_at != t:
+                st.bf_ran_at = t
+                if st.bf_dirty or events:
                     if self._can_any_start():
                         self._backfill_pass()
-                    self._bf_dirty = False
+                    st.bf_dirty = False
                     events = False
             # 5. job ends
             while heap and heap[0][0] == t and heap[0][1] == _END:
                 _, _, _, job = heapq.heappop(heap)
-                if job.runtime >= 0 and job.id in self._running:  # not cancelled
-                    del self._running[job.id]
+                if job.runtime >= 0 and job.id in st.running:  # not cancelled
+                    del st.running[job.id]
                     if job.runtime > job.limit:
                         state = JobState.TIMEOUT
                     elif job.exit_code:
@@ -428,55 +435,65 @@ class Simulator:
                         state = JobState.COMPLETED
                     self._release(job, state)
                 events = True
-                self._main_dirty = True
+                st.main_dirty = True
             self._after_events(events)
 
     def _after_submissions(self) -> None:
         """Slurm may delay scheduling batch submissions by ``batch_sched_delay``: the main
         scheduler runs for them that much later (one run for all submissions in between),
         and the backfill loop may start them first."""
+        st = self.state
         delay = self.cfg.batch_sched_delay
         if delay <= 0:
-            self._main_dirty = True
-        elif self._kick_at <= self.now:
-            self._kick_at = self.now + delay
-            self._push(self._kick_at, _KICK, None)
+            st.main_dirty = True
+        elif st.kick_at <= st.now:
+            st.kick_at = st.now + delay
+            self._push(st.kick_at, _KICK, None)
 
     def _after_events(self, events: bool = True) -> None:
-        t = self.now
+        st = self.state
+        t = st.now
         cfg = self.cfg
         if events:
-            self._bf_dirty = True
-        full_main = self._full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
-        if not (self._main_dirty or full_main or t >= self._calc_next):
+            st.bf_dirty = True
+        full_main = st.full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
+        if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due
         can_start = self._can_any_start()
-        if can_start and t >= self._calc_next and self._refresh_priorities():
-            self._bf_dirty = True
-            self._full_main_due = True
+        if can_start and t >= st.calc_next and self._refresh_priorities():
+            st.bf_dirty = True
+            st.full_main_due = True
             full_main = cfg.sched_interval > 0 and t % cfg.sched_interval == 0
-        if self._main_dirty and can_start:
+        if st.main_dirty and can_start:
             self._main_pass(cfg.default_queue_depth)
             can_start = self._can_any_start()
-        self._main_dirty = False
+        st.main_dirty = False
         if full_main:
             if can_start:
-                self._main_pass(len(self._order))
-            self._full_main_due = False
-            self._main_ran_at = t
-
-    _bf_ran_at = -math.inf
-    _kick_at = -math.inf
-    _main_ran_at = -math.inf
+                self._main_pass(len(st.order))
+            st.full_main_due = False
+            st.main_ran_at = t
 
     # ------------------------------------------------------------------ job lifecycle
     def _new_job(
-        self, jid: int, tidx: int, units: int, limit: float, runtime: float, user: int,
-        group: int, name: str, submit: float, begin: float | None, deps: list[Dependency],
-        partition: str, qos: float, exit_code: int,
-    ) -> _Job:
+        self,
+        jid: int,
+        tidx: int,
+        units: int,
+        limit: float,
+        runtime: float,
+        user: int,
+        group: int,
+        name: str,
+        submit: float,
+        begin: float | None,
+        deps: list[Dependency],
+        partition: str,
+        qos: float,
+        exit_code: int,
+    ) -> SimJob:
         part = self.cfg.partition(partition) if partition else self._part_default
-        job = _Job()
+        job = SimJob()
         job.id = jid
         job.seq = 0
         job.tidx = tidx
@@ -504,39 +521,46 @@ class Simulator:
         job.backfill = False
         return job
 
-    def _trace_job(self, i: int) -> _Job:
+    def _trace_job(self, i: int) -> SimJob:
         a = self._arrays
         return self._new_job(
-            int(a.job_id[i]), i, int(a.units[i]), float(a.limit[i]), float(a.runtime[i]),
-            int(a.user[i]), int(a.group[i]), a.names[i] if a.names else "",
-            float(a.submit[i]), None, [], "", 0.0, int(a.exit_code[i]),
+            int(a.job_id[i]),
+            i,
+            int(a.units[i]),
+            float(a.limit[i]),
+            float(a.runtime[i]),
+            int(a.user[i]),
+            int(a.group[i]),
+            a.names[i] if a.names else "",
+            float(a.submit[i]),
+            None,
+            [],
+            "",
+            0.0,
+            int(a.exit_code[i]),
         )
 
-    def _arrive(self, job: _Job) -> None:
-        self._seq += 1
-        job.seq = self._seq
-        job.submit = self.now
-        self._pending[job.id] = job
+    def _arrive(self, job: SimJob) -> None:
+        st = self.state
+        st.seq += 1
+        job.seq = st.seq
+        job.submit = st.now
+        st.pending[job.id] = job
         if self.cfg.accrue_always:
-            job.accrue = self.now
-        if job.name:
-            self._singleton.setdefault((job.user, job.name), []).append(job)
-        for d in job.deps:
-            if d.kind == "singleton":
-                continue
-            if d.target is not None and d.target not in self._fin_pos:
-                self._waiters.setdefault(d.target, []).append(job)
+            job.accrue = st.now
+        st.deps.add(job, self._fin_pos)
         self._check_eligible(job)
 
-    def _check_eligible(self, job: _Job) -> None:
+    def _check_eligible(self, job: SimJob) -> None:
         """Make a pending job eligible when its begin time and dependencies allow."""
-        now = self.now
+        st = self.state
+        now = st.now
         if job.begin is not None and job.begin > now:
             self._push(job.begin, _TIMER, job)
             return
         wake = -math.inf
         for d in job.deps:
-            ok, at = self._dep_satisfied(job, d)
+            ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
             if not ok:
                 if at is not None:
                     wake = max(wake, at)
@@ -552,164 +576,168 @@ class Simulator:
             job.accrue = now
         job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
         job.key = (-job.tier, -job.prio, job.seq)
-        insort(self._order, job, key=_Job.sort_key)
-        h = self._min_units
+        insort(st.order, job, key=SimJob.sort_key)
+        h = st.min_units
         heapq.heappush(h, (job.units, job.seq, job.id))
-        if job.units < self._minu:
-            self._minu = job.units
-        if len(h) > 2 * len(self._order) + 64:  # drop entries of jobs no longer waiting
-            self._min_units = [(j.units, j.seq, j.id) for j in self._order]
-            heapq.heapify(self._min_units)
+        if job.units < st.minu:
+            st.minu = job.units
+        if len(h) > 2 * len(st.order) + 64:  # drop entries of jobs no longer waiting
+            st.min_units = [(j.units, j.seq, j.id) for j in st.order]
+            heapq.heapify(st.min_units)
 
     def _prio_calc_time(self) -> float:
-        return self._prio_tick if self._prio_tick > -math.inf else self.now
+        st = self.state
+        return st.prio_tick if st.prio_tick > -math.inf else st.now
 
-    def _dep_satisfied(self, job: _Job, d: Dependency) -> tuple[bool, float | None]:
-        """(satisfied, time it will be satisfied if known)."""
-        if d.kind == "singleton":
-            peers = self._singleton.get((job.user, job.name), [])
-            for other in peers:
-                if other is job:
-                    return True, None
-                if other.state in (JobState.PENDING, JobState.RUNNING):
-                    return False, None
-            return True, None
-        target = d.target
-        assert target is not None  # every kind but singleton names a job
-        pos = self._fin_pos.get(target)
-        fin = None if pos is None else self._log[pos]
-        if d.kind == "after":
-            run = self._running.get(target)
-            start = run.start if run is not None else (fin.start if fin else _NAN)
-            if fin is not None and math.isnan(start):
-                return True, None  # cancelled before it started
-            if math.isnan(start):
-                return False, None
-            at = start + d.minutes * 60.0
-            return (at <= self.now), at
-        if fin is None:
-            return False, None
-        state = fin.state
-        if d.kind == "afterany":
-            return True, None
-        if d.kind == "afterok":
-            return state == JobState.COMPLETED, None
-        if d.kind == "afternotok":
-            return state != JobState.COMPLETED, None
-        return False, None
+    def _finished_record(self, job_id: int) -> Record | None:
+        pos = self._fin_pos.get(job_id)
+        return None if pos is None else self._log[pos]
 
-    def _start(self, job: _Job, backfill: bool) -> None:
-        now = self.now
+    def _start(self, job: SimJob, backfill: bool) -> None:
+        st = self.state
+        now = st.now
         job.state = JobState.RUNNING
         job.start = now
         job.backfill = backfill
-        self.free -= job.units
-        if self.free < 0:
+        st.free -= job.units
+        if st.free < 0:
             raise AssertionError(f"over-allocation starting job {job.id}")
-        del self._pending[job.id]
-        self._minu = -1
-        self._running[job.id] = job
+        del st.pending[job.id]
+        st.minu = -1
+        st.running[job.id] = job
         end = now + min(job.runtime, job.limit)
         job.end = end
         self._push(end, _END, job)
-        insort(self._ends, (_round_end(now + job.limit, self.cfg.bf_resolution), job.seq, job.units))
+        insort(st.ends, (_round_end(now + job.limit, self.cfg.bf_resolution), job.seq, job.units))
         self.prio.fairshare.change(job.user, job.units, now)
         if backfill:
-            self.n_backfilled += 1
-        for w in self._waiters.get(job.id, ()):
-            if w.id in self._pending and any(d.kind == "after" for d in w.deps):
-                self._check_eligible(w)
+            st.n_backfilled += 1
+        if job.id in st.deps.waiters:
+            for w in st.deps.started(job.id):
+                if w.id in st.pending:
+                    self._check_eligible(w)
         if self.on_start is not None:
             self.on_start(job.id, now)
 
-    def _release(self, job: _Job, state: JobState) -> None:
+    def _release(self, job: SimJob, state: JobState) -> None:
         """A running job ended (completed, failed, timed out or cancelled)."""
-        self.free += job.units
-        ends = self._ends
+        st = self.state
+        st.free += job.units
+        ends = st.ends
         entry = (_round_end(job.start + job.limit, self.cfg.bf_resolution), job.seq, job.units)
         del ends[bisect_left(ends, entry)]
-        self.prio.fairshare.change(job.user, -job.units, self.now)
-        self._finish(job, state, job.start, self.now)
+        self.prio.fairshare.change(job.user, -job.units, st.now)
+        self._finish(job, state, job.start, st.now)
 
-    def _finish(self, job: _Job, state: JobState, start: float, end: float) -> None:
+    def _finish(self, job: SimJob, state: JobState, start: float, end: float) -> None:
+        st = self.state
         job.state = state
         self._fin_pos[job.id] = len(self._log)
         self._log.append(
-            Record(job.id, job.tidx, job.user, job.units, job.limit, job.submit, job.eligible,
-                   start, end, state, job.backfill)
+            Record(
+                job.id,
+                job.tidx,
+                job.user,
+                job.units,
+                job.limit,
+                job.submit,
+                job.eligible,
+                start,
+                end,
+                state,
+                job.backfill,
+            )
         )
-        for w in self._waiters.pop(job.id, ()):
-            if w.id in self._pending:
-                self._check_eligible(w)
+        deps = st.deps
+        if job.id in deps.waiters:
+            for w in deps.finished_waiters(job.id):
+                if w.id in st.pending:
+                    self._check_eligible(w)
         if job.name:
-            key = (job.user, job.name)
-            peers = self._singleton[key]
-            peers.remove(job)
-            if not peers:
-                del self._singleton[key]
-            for w in peers:
-                if w.id in self._pending and math.isnan(w.eligible) and w.has_singleton:
+            for w in deps.leave_group(job):
+                if w.id in st.pending and math.isnan(w.eligible) and w.has_singleton:
                     self._check_eligible(w)
 
-    def _remove_pending(self, job: _Job) -> None:
-        del self._pending[job.id]
-        self._minu = -1
+    def _remove_pending(self, job: SimJob) -> None:
+        st = self.state
+        del st.pending[job.id]
+        st.minu = -1
         if not math.isnan(job.eligible):
-            self._order.remove(job)
+            st.order.remove(job)
 
     def _known(self, jid: int) -> bool:
-        return jid in self._pending or jid in self._running or jid in self._fin_pos
+        st = self.state
+        return jid in st.pending or jid in st.running or jid in self._fin_pos
 
-    def _view(self, job: _Job, state: JobState) -> JobView:
+    def _view(self, job: SimJob, state: JobState) -> JobView:
         return JobView(
-            job.id, state, job.units, job.limit, job.runtime, job.user, job.name, job.submit,
-            job.eligible, job.start, job.end, job.prio, job.backfill,
+            job.id,
+            state,
+            job.units,
+            job.limit,
+            job.runtime,
+            job.user,
+            job.name,
+            job.submit,
+            job.eligible,
+            job.start,
+            job.end,
+            job.prio,
+            job.backfill,
         )
 
     # ------------------------------------------------------------------ scheduling
     def _min_pending_units(self) -> int:
         """Units of the smallest eligible pending job (cached until a pending job leaves)."""
-        if self._minu >= 0:
-            return self._minu
-        h = self._min_units
-        pending = self._pending
+        st = self.state
+        if st.minu >= 0:
+            return st.minu
+        h = st.min_units
+        pending = st.pending
         while h:
             units, seq, jid = h[0]
             job = pending.get(jid)
             if job is not None and job.seq == seq and not math.isnan(job.eligible):
-                self._minu = units
+                st.minu = units
                 return units
             heapq.heappop(h)
-        self._minu = 1 << 62
-        return self._minu
+        st.minu = 1 << 62
+        return st.minu
 
     def _can_any_start(self) -> bool:
-        return self.free > 0 and self.free >= self._min_pending_units()
+        st = self.state
+        return st.free > 0 and st.free >= self._min_pending_units()
 
     def _refresh_priorities(self) -> bool:
         """Recompute priorities as of the latest calc tick; True if the order changed."""
+        st = self.state
         if not self.prio.time_dependent:
             return False
         period = self.cfg.calc_period
-        tick = math.floor(self.now / period) * period
-        if tick <= self._prio_tick:
+        tick = math.floor(st.now / period) * period
+        if tick <= st.prio_tick:
             return False
-        self._prio_tick = tick
-        self._calc_next = tick + period
+        st.prio_tick = tick
+        st.calc_next = tick + period
         model = self.prio
         model.begin_tick(tick)
         return _backfill.refresh(
-            self._order, tick, float(model.w_age), float(self.cfg.max_age),
-            float(model.w_fairshare), model.fairshare_factors,
+            st.order,
+            tick,
+            float(model.w_age),
+            float(self.cfg.max_age),
+            float(model.w_fairshare),
+            model.fairshare_factors,
         )
 
     def _main_pass(self, depth: int) -> None:
         """Strict priority order: start what fits; a job that does not fit blocks its
         partition for the rest of the pass."""
-        order = self._order
+        st = self.state
+        order = st.order
         blocked: set[str] = set()
         started: list[int] = []
-        free = self.free
+        free = st.free
         for i, job in enumerate(order[:depth]):
             if job.part in blocked:
                 continue
@@ -727,28 +755,26 @@ class Simulator:
             for job in jobs:
                 self._start(job, backfill=False)
 
-    def _map_args(self) -> tuple:
-        """The backfill map's inputs (sim/_backfill.c): now, free units, running jobs'
-        expected ends, horizon (``bf_window``), resolution, units per node, cluster size,
-        Slurm's first will-run window (30 s), ``bf_window_linear``, the Unix time of t = 0,
-        and ``bf_resolution`` again for the ends of jobs the pass starts. Slurm's map is kept
-        per node, so on a CPU-counted cluster a future reservation holds whole nodes (units
-        per node > 1)."""
-        now, cfg = self.now, self.cfg
-        return (
-            now, self.free, self._ends, now + cfg.bf_window, max(cfg.bf_resolution, 1.0),
-            self._cpus_per_node, self.total_units, WILL_RUN_WINDOW, float(cfg.bf_window_linear),
-            self.epoch, float(cfg.bf_resolution),
-        )
+    def _map_params(self) -> MapParams:
+        """The backfill map's inputs (sim/mapparams.py). Slurm's map is kept per node, so on
+        a CPU-counted cluster a future reservation holds whole nodes (units per node > 1).
+        One record per simulator, its changing fields updated per pass (the hot path)."""
+        st, p = self.state, self._params
+        p.now = st.now
+        p.free = st.free
+        p.ends = st.ends
+        p.horizon = st.now + self.cfg.bf_window
+        return p
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
         every job that fits now without delaying the reservation of any job before it, and
         reserve the others. Start estimates free running jobs in Slurm's will-run groups
         (sim/_backfill.c)."""
+        st = self.state
         self._refresh_priorities()
-        order = self._order
-        idx = _backfill.plan(order, self.cfg.bf_max_job_test, *self._map_args())
+        order = st.order
+        idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
         if idx:
             started = [order[i] for i in idx]
             for i in reversed(idx):
@@ -758,20 +784,37 @@ class Simulator:
 
 
 def will_run_start(
-    units: int, limit: float, now: float, free: int, ends: list[tuple[float, int, int]],
-    epoch: float, *, window: float = WILL_RUN_WINDOW, linear: float = 0.0,
+    units: int,
+    limit: float,
+    now: float,
+    free: int,
+    ends: list[tuple[float, int, int]],
+    epoch: float,
+    *,
+    window: float = WILL_RUN_WINDOW,
+    linear: float = 0.0,
     horizon: float = 86400.0,
 ) -> float | None:
     """The earliest start Slurm's will-run test gives one job with no reservations ahead of
     it: ``free`` units now and running jobs' ``ends`` ((expected end, tie, units), sorted),
     times in seconds after the Unix time ``epoch``; ``window=0`` is a plain earliest fit."""
-    job = _Job()
+    job = SimJob()
     job.units, job.limit, job.seq, job.static, job.accrue = int(units), float(limit), 0, 0.0, now
     job.user, job.tier, job.prio, job.key = 0, 0, 1, (0, -1, 0)
-    return _backfill.estimate(
-        [job], 0, now, free, ends, now + horizon, 1.0, 1, free + sum(e[2] for e in ends),
-        window, linear, epoch, 1.0,
+    params = MapParams(
+        now=now,
+        free=free,
+        ends=ends,
+        horizon=now + horizon,
+        min_step=1.0,
+        per_node=1,
+        total=free + sum(e[2] for e in ends),
+        window=window,
+        linear=linear,
+        epoch=epoch,
+        resolution=1.0,
     )
+    return _backfill.estimate([job], 0, params)
 
 
 def _round_end(t: float, res: float) -> float:
@@ -779,13 +822,6 @@ def _round_end(t: float, res: float) -> float:
     if math.isinf(t) or res <= 1:
         return t
     return math.ceil(t / res) * res
-
-
-_STATE_FIELDS = (
-    "now", "free", "_cursor", "_heap", "_seq", "_pending", "_running", "_ends", "_order", "_min_units", "_minu",
-    "_waiters", "_singleton", "_prio_tick", "_calc_next", "_main_dirty", "_bf_dirty",
-    "_full_main_due", "n_backfilled", "_next_id", "_bf_ran_at", "_main_ran_at", "_kick_at",
-)
 
 
 class _TraceArrays:

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from sim.timefmt import parse_duration
+from hpcbase.slurmtime import parse_duration
 from sim.traces.assemble import assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace
@@ -47,8 +47,26 @@ __all__ = ["LublinParams", "generate", "main", "offered_load", "write_swf"]
 BUCKETS = 48
 BUCKET_SECONDS = 86400 // BUCKETS
 #: Common requested limits, minutes (rounded up to; cut at ``max_limit``).
-COMMON_LIMITS_MIN = (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960, 1440,
-                     2160, 2880)
+COMMON_LIMITS_MIN = (
+    5,
+    10,
+    15,
+    20,
+    30,
+    45,
+    60,
+    90,
+    120,
+    180,
+    240,
+    360,
+    480,
+    720,
+    960,
+    1440,
+    2160,
+    2880,
+)
 DEFAULT_START_EPOCH = 1704067200.0  # 2024-01-01T00:00:00Z, a midnight
 
 
@@ -179,8 +197,9 @@ def _bounded_gamma(rng: np.random.Generator, shape, scale, bound: float) -> np.n
 
 
 def _limits(rng: np.random.Generator, runtime: np.ndarray, p: LublinParams) -> np.ndarray:
-    common = np.array([m * 60.0 for m in COMMON_LIMITS_MIN if m * 60.0 < p.max_limit]
-                      + [p.max_limit])
+    common = np.array(
+        [m * 60.0 for m in COMMON_LIMITS_MIN if m * 60.0 < p.max_limit] + [p.max_limit]
+    )
     factor = np.exp(rng.uniform(0.0, math.log(p.overestimate_max), runtime.size))
     want = np.maximum(runtime * factor, 1.0)
     limit = common[np.minimum(np.searchsorted(common, want, side="left"), common.size - 1)]
@@ -199,8 +218,9 @@ def daily_weights(p: LublinParams) -> np.ndarray:
     """Arrival weight of each half-hour bucket from midnight, mean 1."""
     w = np.zeros(BUCKETS)
     for i in range(p.day_start_bucket, BUCKETS + p.day_start_bucket):
-        w[(i - 1) % BUCKETS] = (_gamma_cdf(i + 0.5, p.a_num, p.b_num)
-                                - _gamma_cdf(i - 0.5, p.a_num, p.b_num))
+        w[(i - 1) % BUCKETS] = _gamma_cdf(i + 0.5, p.a_num, p.b_num) - _gamma_cdf(
+            i - 0.5, p.a_num, p.b_num
+        )
     return w / w.mean()
 
 
@@ -245,13 +265,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, required=True, help="number of jobs")
     ap.add_argument("--units", type=int, required=True, help="machine size (processors)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    ap.add_argument("--load", type=float, default=None,
-                    help="target offered load as a fraction of capacity, e.g. 0.8 "
-                         "(default: the model's own arrival rate)")
-    ap.add_argument("--max-limit", default="2-00:00:00",
-                    help="largest requested limit, Slurm format (default 2-00:00:00)")
-    ap.add_argument("--start", default="2024-01-01T00:00:00+00:00",
-                    help="ISO time of the first submit (default 2024-01-01T00:00:00+00:00)")
+    ap.add_argument(
+        "--load",
+        type=float,
+        default=None,
+        help="target offered load as a fraction of capacity, e.g. 0.8 "
+        "(default: the model's own arrival rate)",
+    )
+    ap.add_argument(
+        "--max-limit",
+        default="2-00:00:00",
+        help="largest requested limit, Slurm format (default 2-00:00:00)",
+    )
+    ap.add_argument(
+        "--start",
+        default="2024-01-01T00:00:00+00:00",
+        help="ISO time of the first submit (default 2024-01-01T00:00:00+00:00)",
+    )
     ap.add_argument("--out", required=True, help="output SWF file (.gz to compress)")
     args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
@@ -261,8 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = datetime.fromisoformat(args.start)
         if start.tzinfo is None:
             start = start.replace(tzinfo=UTC)
-        trace = generate(args.jobs, args.units, args.seed, args.load,
-                         params=LublinParams(max_limit=max_limit), start_epoch=start.timestamp())
+        trace = generate(
+            args.jobs,
+            args.units,
+            args.seed,
+            args.load,
+            params=LublinParams(max_limit=max_limit),
+            start_epoch=start.timestamp(),
+        )
     except ValueError as exc:
         print(f"hpcsim generate: {exc}", file=sys.stderr)
         return 2
@@ -272,8 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hpcsim generate: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     days = float(trace.submit[-1]) / 86400.0
-    print(f"wrote {len(trace)} jobs to {args.out}: {days:.1f} days of submits, "
-          f"offered load {offered_load(trace):.3f} on {args.units} procs")
+    print(
+        f"wrote {len(trace)} jobs to {args.out}: {days:.1f} days of submits, "
+        f"offered load {offered_load(trace):.3f} on {args.units} procs"
+    )
     return 0
 
 

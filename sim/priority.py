@@ -56,7 +56,14 @@ class FairShare:
         if dt > 0:
             decay = 0.5 ** (dt / self.half_life) if self.half_life > 0 else 1.0
             _backfill.fairshare_tick(
-                self.usage, self.run_units, self.accrued, self.stamp, now, decay, n_users, self._out,
+                self.usage,
+                self.run_units,
+                self.accrued,
+                self.stamp,
+                now,
+                decay,
+                n_users,
+                self._out,
             )
             self.last = now
         return self._out
@@ -123,5 +130,7 @@ class PriorityModel:
             p += self.w_age * (age / c.max_age if c.max_age > 0 else 1.0)
         if self.w_fairshare:
             fs = self._fs
-            p += self.w_fairshare * (float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0)
+            p += self.w_fairshare * (
+                float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0
+            )
         return max(int(p), 1)

@@ -11,7 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sim.config import ConfigError, SlurmConfig
+from hpcbase.config import ConfigError
+from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.report import plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError
@@ -22,11 +23,19 @@ MAX_WARNINGS_SHOWN = 10
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hpcsim replay", description=__doc__)
-    p.add_argument("trace", nargs="?", help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice")
+    p.add_argument(
+        "trace",
+        nargs="?",
+        help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice",
+    )
     p.add_argument("--slurm-conf", type=Path, help="slurm.conf whose scheduling settings to use")
-    p.add_argument("--nodes", type=int, help="cluster size in the trace's units (nodes or processors)")
+    p.add_argument(
+        "--nodes", type=int, help="cluster size in the trace's units (nodes or processors)"
+    )
     p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
-    p.add_argument("--strict", action="store_true", help="a malformed row is an error, not a warning")
+    p.add_argument(
+        "--strict", action="store_true", help="a malformed row is an error, not a warning"
+    )
     p.add_argument("--out", type=Path, help="per-job schedule, .csv or .parquet")
     p.add_argument("--plot", type=Path, help="utilisation and wait plot, .png")
     p.add_argument("--no-progress", action="store_true")
@@ -53,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for w in trace.warnings[:MAX_WARNINGS_SHOWN]:
         console.print(f"[yellow]warning:[/yellow] {w}")
     if len(trace.warnings) > MAX_WARNINGS_SHOWN:
-        console.print(f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]")
+        console.print(
+            f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
+        )
     if len(trace) == 0:
         console.print(f"[red]error:[/red] {path}: no usable jobs")
         return 2
@@ -73,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add_column("value", justify="right")
     for k, v in s.rows():
         table.add_row(k, v)
-    table.add_row("simulation time", f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)")
+    table.add_row(
+        "simulation time", f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)"
+    )
     out.print(table)
     try:
         if args.out:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.cliutil import dispatch
+from hpcbase.cli import dispatch
 
 COMMANDS = {
     "mount": ("themis.daemon", "mount the fair-sharing FUSE proxy over a backing directory"),

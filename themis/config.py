@@ -6,19 +6,15 @@ and systemd/themis.toml for a commented example.
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hpcbase.config import ConfigError, build_sections, load_toml
 from themis.sched.policy import POLICIES
 from themis.sched.registry import DISPATCHERS, make_dispatcher
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -87,108 +83,91 @@ class ThemisConfig:
         return cfg
 
 
-SECTIONS = {"mount": MountConfig, "scheduler": SchedulerConfig, "device": DeviceConfig,
-            "tagging": TaggingConfig, "metrics": MetricsConfig}
-
-
-def _typed(where: str, value: Any, default: Any) -> Any:
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    elif isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        value = float(value)
-    elif isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-    elif isinstance(default, dict):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table of name = weight, got {value!r}")
-        for key, weight in value.items():
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
-                raise ConfigError(f"{where}.{key}: expected a number > 0, got {weight!r}")
-        value = {str(k): float(w) for k, w in value.items()}
-    return value
+SECTIONS = {
+    "mount": MountConfig,
+    "scheduler": SchedulerConfig,
+    "device": DeviceConfig,
+    "tagging": TaggingConfig,
+    "metrics": MetricsConfig,
+}
 
 
 def validate(cfg: ThemisConfig) -> None:
     """Check ranges and names; raises ConfigError naming the file and field."""
-    src = cfg.source
+    _check_scheduler(cfg.source, cfg.scheduler)
+    _check_mount(cfg.source, cfg.mount)
+    if cfg.device.bandwidth_bytes_per_second < 0:
+        raise _bad(cfg.source, "device.bandwidth_bytes_per_second", "must be >= 0")
+    _check_tagging_and_metrics(cfg.source, cfg.tagging, cfg.metrics)
+    if cfg.log_level not in LOG_LEVELS:
+        raise _bad(
+            cfg.source,
+            "log_level",
+            f"must be one of {', '.join(LOG_LEVELS)}, got {cfg.log_level!r}",
+        )
 
-    def bad(name: str, text: str) -> ConfigError:
-        return ConfigError(f"{src}: {name}: {text}")
 
-    s = cfg.scheduler
+def _bad(src: str, name: str, text: str) -> ConfigError:
+    return ConfigError(f"{src}: {name}: {text}")
+
+
+def _check_scheduler(src: str, s: SchedulerConfig) -> None:
     if s.policy not in POLICIES:
-        raise bad("scheduler.policy", f"unknown policy {s.policy!r}; choose from {', '.join(POLICIES)}")
+        raise _bad(
+            src,
+            "scheduler.policy",
+            f"unknown policy {s.policy!r}; choose from {', '.join(POLICIES)}",
+        )
     if s.dispatcher not in DISPATCHERS:
-        raise bad("scheduler.dispatcher",
-                  f"unknown dispatcher {s.dispatcher!r}; choose from {', '.join(DISPATCHERS)}")
+        raise _bad(
+            src,
+            "scheduler.dispatcher",
+            f"unknown dispatcher {s.dispatcher!r}; choose from {', '.join(DISPATCHERS)}",
+        )
     if s.dispatcher_options and s.dispatcher not in ("tbf", "gift"):
-        raise bad("scheduler.dispatcher_options", f"{s.dispatcher} takes no options")
+        raise _bad(src, "scheduler.dispatcher_options", f"{s.dispatcher} takes no options")
     try:
         make_dispatcher(s.dispatcher, **dict[str, Any](s.dispatcher_options))
     except (TypeError, ValueError) as exc:
-        raise bad("scheduler.dispatcher_options", f"for {s.dispatcher}: {exc}") from None
+        raise _bad(src, "scheduler.dispatcher_options", f"for {s.dispatcher}: {exc}") from None
     if not 1 <= s.max_inflight <= 1024:
-        raise bad("scheduler.max_inflight", f"must be 1..1024, got {s.max_inflight}")
+        raise _bad(src, "scheduler.max_inflight", f"must be 1..1024, got {s.max_inflight}")
     if not 0 <= s.io_threads <= 1024:
-        raise bad("scheduler.io_threads", f"must be 0..1024, got {s.io_threads}")
+        raise _bad(src, "scheduler.io_threads", f"must be 0..1024, got {s.io_threads}")
     if not 4096 <= s.chunk_bytes <= 64 << 20:
-        raise bad("scheduler.chunk_bytes", f"must be 4096..67108864, got {s.chunk_bytes}")
-    m = cfg.mount
+        raise _bad(src, "scheduler.chunk_bytes", f"must be 4096..67108864, got {s.chunk_bytes}")
+
+
+def _check_mount(src: str, m: MountConfig) -> None:
     for name in ("attr_timeout_seconds", "entry_timeout_seconds"):
         if not 0 <= getattr(m, name) <= 3600:
-            raise bad(f"mount.{name}", f"must be 0..3600, got {getattr(m, name)}")
+            raise _bad(src, f"mount.{name}", f"must be 0..3600, got {getattr(m, name)}")
     if not 1 <= m.max_tasks <= 10000:
-        raise bad("mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
+        raise _bad(src, "mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
     if not 0 <= m.max_background <= 65535:
-        raise bad("mount.max_background", f"must be 0..65535, got {m.max_background}")
-    if cfg.device.bandwidth_bytes_per_second < 0:
-        raise bad("device.bandwidth_bytes_per_second", "must be >= 0")
-    t = cfg.tagging
+        raise _bad(src, "mount.max_background", f"must be 0..65535, got {m.max_background}")
+
+
+def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) -> None:
     if not 0 < t.environ_timeout_seconds <= 10:
-        raise bad("tagging.environ_timeout_seconds", f"must be in (0, 10], got {t.environ_timeout_seconds}")
+        raise _bad(
+            src,
+            "tagging.environ_timeout_seconds",
+            f"must be in (0, 10], got {t.environ_timeout_seconds}",
+        )
     if t.cache_size < 1:
-        raise bad("tagging.cache_size", f"must be >= 1, got {t.cache_size}")
-    me = cfg.metrics
+        raise _bad(src, "tagging.cache_size", f"must be >= 1, got {t.cache_size}")
     if not 0 <= me.port <= 65535:
-        raise bad("metrics.port", f"must be 0..65535, got {me.port}")
+        raise _bad(src, "metrics.port", f"must be 0..65535, got {me.port}")
     if me.job_ttl_seconds < 0:
-        raise bad("metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
+        raise _bad(src, "metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
     if not 0.05 <= me.update_seconds <= 3600:
-        raise bad("metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
-    if cfg.log_level not in LOG_LEVELS:
-        raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}, got {cfg.log_level!r}")
+        raise _bad(src, "metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
 
 
 def parse(data: dict[str, Any], source: str) -> ThemisConfig:
     """Build a config from a parsed TOML document."""
-    sections: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "log_level":
-            sections["log_level"] = _typed(f"{source}: log_level", value, "")
-            continue
-        if key not in SECTIONS:
-            choices = ", ".join([*SECTIONS, "log_level"])
-            raise ConfigError(f"{source}: unknown section [{key}]; expected one of {choices}")
-        if not isinstance(value, dict):
-            raise ConfigError(f"{source}: [{key}] must be a table")
-        cls = SECTIONS[key]
-        defaults = cls()
-        known = {f.name for f in fields(cls)}
-        values = {}
-        for name, item in value.items():
-            if name not in known:
-                raise ConfigError(
-                    f"{source}: {key}.{name}: unknown field; expected one of {', '.join(sorted(known))}"
-                )
-            values[name] = _typed(f"{source}: {key}.{name}", item, getattr(defaults, name))
-        sections[key] = cls(**values)
+    sections = build_sections(data, source, SECTIONS, top_level={"log_level": ""})
     cfg = ThemisConfig(**sections, source=source)
     validate(cfg)
     return cfg
@@ -198,13 +177,4 @@ def load(path: str | Path | None) -> ThemisConfig:
     """Read and validate a TOML file; None gives the defaults."""
     if path is None:
         return ThemisConfig()
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return parse(data, str(path))
+    return parse(*load_toml(path))

@@ -22,7 +22,8 @@ from typing import Any
 import pyfuse3
 import trio
 
-from themis.config import ConfigError, ThemisConfig, load
+from hpcbase.config import ConfigError
+from themis.config import ThemisConfig, load
 from themis.fs import fusectl
 from themis.fs.device import EmulatedDevice
 from themis.fs.io import ScheduledIO

@@ -66,7 +66,8 @@ class ThemisMetrics:
                             ["policy", "dispatcher"], registry=r)
         self.reloads = Counter("themis_reloads", "Configuration reloads (SIGHUP), by outcome",
                                ["outcome"], registry=r)
-        self.expired = Counter("themis_jobs_expired", "Jobs whose series were removed after the TTL",
+        self.expired = Counter("themis_jobs_expired",
+                               "Jobs whose series were removed after the TTL",
                                registry=r)
         self.backing = Gauge("themis_backing_available",
                              "1 while the backing directory exists, 0 while it is gone",

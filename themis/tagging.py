@@ -101,7 +101,7 @@ class SlurmNodeCount:
 
     def __call__(self, job_id: str) -> int | None:
         try:
-            from mirage.slurm import get_client
+            from hpcbase.slurm import get_client
 
             with self._lock:
                 if self._client is None:

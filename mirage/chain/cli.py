@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import SlurmError, SlurmUnavailable
 from mirage.chain import paths
 from mirage.chain.driver import ChainDriver, user_gave
 from mirage.chain.store import ACTIVE, ENDED, ChainStore
@@ -31,7 +32,6 @@ from mirage.chain.watcher import (
     watch,
 )
 from mirage.live.decisions import PolicyError, resolve_policy
-from mirage.slurm import SlurmError, SlurmUnavailable
 
 log = logging.getLogger("mirage.chain")
 
@@ -271,8 +271,14 @@ def cmd_wait_prev(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[..., int]] = {"submit": cmd_submit, "list": cmd_list, "status": cmd_status,
-            "cancel": cmd_cancel, "watch": cmd_watch, "wait-prev": cmd_wait_prev}
+COMMANDS: dict[str, Callable[..., int]] = {
+    "submit": cmd_submit,
+    "list": cmd_list,
+    "status": cmd_status,
+    "cancel": cmd_cancel,
+    "watch": cmd_watch,
+    "wait-prev": cmd_wait_prev,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from hpcbase.atomic import atomic_write
+from hpcbase.slurm import JobInfo, SlurmClient, SlurmError, SlurmUnavailable
 from mirage.chain import paths, tags
 from mirage.chain.reconcile import ReconcileError, reconcile
 from mirage.chain.store import (
@@ -34,7 +35,6 @@ from mirage.live.decisions import DecisionResult
 from mirage.live.history import DEFAULT_MAX_LIMIT
 from mirage.metrics import Metrics
 from mirage.observation import ChainState
-from mirage.slurm import JobInfo, SlurmClient, SlurmError, SlurmUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,7 @@ def export_arg(chain: Chain, idx: int, prev: Segment | None, root: Path) -> str:
 def write_marker(path: Path, text: str) -> None:
     """Write a marker file atomically: a waiting segment never reads half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def user_gave(args: list[str], *names: str) -> bool:
@@ -201,11 +199,7 @@ class ChainDriver:
         """Advance one chain; True while it is still active. Raises SlurmUnavailable."""
         chain = self.store.chain(chain_id)
         if chain.status == CANCELLED:  # a submission may have raced with the cancel
-            for seg in self.store.segments(chain_id):
-                if seg.job_id and seg.status != ENDED:
-                    self.client.cancel(seg.job_id)
-                    self.store.update_segment(chain_id, seg.idx, status=ENDED,
-                                              slurm_state="CANCELLED")
+            self._cancel_live_segments(chain_id)
         if chain.status != ACTIVE:
             return False
         segs = self.store.segments(chain_id)
@@ -222,30 +216,44 @@ class ChainDriver:
         segs = self._refresh(chain, segs)
         bad = [s for s in segs if s.status == ENDED and not segment_ok(s)]
         if bad and not chain.keep_going:
-            s = bad[0]
-            for later in segs:
-                if later.idx > s.idx and later.job_id and later.status != ENDED:
-                    self.client.cancel(later.job_id)
-                    self.store.event(chain_id, f"segment {later.idx}: cancelled job "
-                                     f"{later.job_id} (predecessor failed)")
-            self.fail(chain_id, f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
-                      f"with exit code {s.exit_code}; use --keep-going to go on after failures")
+            self._fail_after(chain_id, bad[0], segs)
             return False
         last = segs[-1]
         if last.status == ENDED:
-            if last.idx == chain.segments - 1:
-                note = f"{len(bad)} segment(s) failed" if bad else ""
-                self.store.set_status(chain_id, COMPLETED, note)
-                if self.metrics:
-                    self.metrics.chains_finished.labels(COMPLETED).inc()
-                return False
-            self.submit_segment(chain, last.idx + 1, "forced")
-            return True
+            return self._after_last_ended(chain, last, bad)
         if last.idx == chain.segments - 1 or len(segs) >= 2 and segs[-2].status != ENDED:
             return True  # the last segment, or a successor already waits
         if last.start is None:
             return True  # decisions begin once the predecessor runs
         self._decide(chain, last)
+        return True
+
+    def _cancel_live_segments(self, chain_id: str) -> None:
+        for seg in self.store.segments(chain_id):
+            if seg.job_id and seg.status != ENDED:
+                self.client.cancel(seg.job_id)
+                self.store.update_segment(chain_id, seg.idx, status=ENDED,
+                                          slurm_state="CANCELLED")
+
+    def _fail_after(self, chain_id: str, s: Segment, segs: list[Segment]) -> None:
+        """Segment ``s`` failed: cancel the later ones and fail the chain."""
+        for later in segs:
+            if later.idx > s.idx and later.job_id and later.status != ENDED:
+                self.client.cancel(later.job_id)
+                self.store.event(chain_id, f"segment {later.idx}: cancelled job "
+                                 f"{later.job_id} (predecessor failed)")
+        self.fail(chain_id, f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
+                  f"with exit code {s.exit_code}; use --keep-going to go on after failures")
+
+    def _after_last_ended(self, chain: Chain, last: Segment, bad: list[Segment]) -> bool:
+        """The newest segment ended: the chain completes, or its next segment goes in now."""
+        if last.idx == chain.segments - 1:
+            note = f"{len(bad)} segment(s) failed" if bad else ""
+            self.store.set_status(chain.id, COMPLETED, note)
+            if self.metrics:
+                self.metrics.chains_finished.labels(COMPLETED).inc()
+            return False
+        self.submit_segment(chain, last.idx + 1, "forced")
         return True
 
     def _decide(self, chain: Chain, pred: Segment) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from hpcbase.slurm import JobInfo, SlurmClient
 from mirage.chain import tags
 from mirage.chain.store import INTENT, ChainStore
-from mirage.slurm import JobInfo, SlurmClient
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,9 @@ class Reconciled:
     cancelled: list[int] = field(default_factory=list)
 
 
-def tagged_jobs(client: SlurmClient, chain_id: str, max_age: float = 0.0) -> dict[int, list[JobInfo]]:
+def tagged_jobs(
+    client: SlurmClient, chain_id: str, max_age: float = 0.0
+) -> dict[int, list[JobInfo]]:
     """Segment -> the jobs Slurm remembers with this chain's tag, oldest id first."""
     found: dict[int, list[JobInfo]] = {}
     for job in client.recent_jobs(max_age=max_age):

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import RetryPolicy, SlurmClient, SlurmError, SlurmUnavailable, get_client
 from mirage.chain import paths
 from mirage.chain.driver import ChainDriver, Decider
 from mirage.chain.reconcile import ReconcileError, reconcile
@@ -29,7 +30,6 @@ from mirage.chain.store import ACTIVE, ChainStore
 from mirage.live.decisions import DecisionService, PolicyError
 from mirage.live.history import QueueHistory
 from mirage.live.remote import AgentdUnavailable, RemoteDecider
-from mirage.slurm import RetryPolicy, SlurmClient, SlurmError, SlurmUnavailable, get_client
 
 log = logging.getLogger(__name__)
 

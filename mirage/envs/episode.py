@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from hpcbase.jobs import JobSpec, JobState
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
 from mirage.envs.world import ChainWorld, ResolvedChain
 from mirage.observation import DECISION_INTERVAL, ChainState
-from sim.job import JobSpec, JobState
 
 
 class EpisodeError(RuntimeError):

@@ -1,5 +1,5 @@
 """``mirage eval --slurm-array N``: the seeded episodes split into N shards, one Slurm array task
-each (through :mod:`mirage.slurm`), merged back into the local pool's rows.
+each (through :mod:`hpcbase.slurm`), merged back into the local pool's rows.
 
 Each task runs ``python -m mirage.eval.cli ... --shard I/N --out OUT/shards`` and writes
 ``shard-I-of-N.json`` atomically; the parent waits for the array (throttled polls of
@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mirage.eval.report import write_bytes
-from mirage.slurm import SlurmClient, SlurmError
+from hpcbase.slurm import SlurmClient, SlurmError
+from hpcbase.atomic import atomic_write
 
 LOG_PATTERN = "task-%A_%a.log"
 
@@ -72,7 +72,7 @@ def write_shard(
     folder.mkdir(parents=True, exist_ok=True)
     path = shard_path(folder, index, shards)
     doc = {"shard": index, "of": shards, "starts": list(starts), "rows": rows}
-    write_bytes(path, json.dumps(doc).encode())
+    atomic_write(path, json.dumps(doc).encode())
     return path
 
 

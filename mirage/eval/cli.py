@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         eval_array.write_shard(Path(args.out), *shard, mine, rows)
         return 0
     if args.slurm_array is not None:
-        from mirage.slurm import SlurmError, get_client
+        from hpcbase.slurm import SlurmError, get_client
 
         out = Path(args.out).resolve()
         try:

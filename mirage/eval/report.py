@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.atomic import atomic_path, atomic_write
+
 from mirage.agents.common.hindsight import ON_TIME, UNINTERRUPTED
-from mirage.fileio import atomic_path
 
 LEVELS = (("low", -np.inf, 2.0), ("medium", 2.0, 12.0), ("heavy", 12.0, np.inf))
 """Load levels by the reactive baseline's gap (hours): low <= 2, medium <= 12, heavy > 12."""
@@ -88,12 +89,6 @@ def markdown_table(summary: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-
-
 def write_results(
     out: Path, rows: list[dict[str, Any]], summary: list[dict[str, Any]], meta: dict[str, Any]
 ) -> None:
@@ -101,12 +96,12 @@ def write_results(
     import pandas as pd
 
     out.mkdir(parents=True, exist_ok=True)
-    write_bytes(out / "episodes.csv", pd.DataFrame(rows).to_csv(index=False).encode())
+    atomic_write(out / "episodes.csv", pd.DataFrame(rows).to_csv(index=False).encode())
     doc = {"meta": meta, "summary": summary}
-    write_bytes(out / "summary.json", json.dumps(doc, indent=1).encode())
+    atomic_write(out / "summary.json", json.dumps(doc, indent=1).encode())
     title = f"# Mirage evaluation: {meta['trace']} ({meta['split']})\n\n"
     cmd = f"Command: `{meta['command']}`\n\n"
-    write_bytes(out / "summary.md", (title + cmd + markdown_table(summary)).encode())
+    atomic_write(out / "summary.md", (title + cmd + markdown_table(summary)).encode())
     plot_cdf(out / "gap_cdf.png", rows, meta["agents"])
 
 
@@ -130,6 +125,6 @@ def plot_cdf(path: Path, rows: list[dict[str, Any]], agents: Sequence[str]) -> N
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
+    with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)

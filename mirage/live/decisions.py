@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpcbase.slurm import SlurmClient
 from mirage.agents import default_model_path, load_policy
 from mirage.agents.common.model_io import ModelError
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
 from mirage.live.history import QueueHistory
 from mirage.observation import ChainState
-from mirage.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,8 @@ class DecisionService:
             if spec not in self._policies:
                 if self.allowed is not None and spec not in self.allowed:
                     raise PolicyError(
-                        f"policy {spec!r} is not served here; allowed: {', '.join(sorted(self.allowed))}"
+                        f"policy {spec!r} is not served here; "
+                        f"allowed: {', '.join(sorted(self.allowed))}"
                     )
                 policy, name = resolve_policy(spec)
                 shape = getattr(policy, "obs_shape", None)

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from hpcbase.atomic import atomic_path
+from hpcbase.slurm import SlurmClient
+from hpcbase.snapshot import QueueSnapshot
 from mirage.observation import QUEUE_FEATURES, BuilderState, ObservationBuilder
-from mirage.slurm import SlurmClient
-from sim.snapshot import QueueSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -102,40 +101,32 @@ class QueueHistory:
 
     # ---- persistence ---------------------------------------------------------------------
     def save(self, path: Path | None = None) -> None:
-        """Write the history atomically (temporary file + ``os.replace``)."""
+        """Write the history atomically (:func:`hpcbase.atomic.atomic_path`, mode 0600)."""
         path = path or self.path
         b = self.builder
         if path is None or b is None:
             return
         st = b.state()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(
-                    f,
-                    version=_VERSION,
-                    total_units=b.total_units,
-                    max_limit=b.max_limit,
-                    window=b.window,
-                    sample_interval=b.sample_interval,
-                    last_sample=self.last_sample,
-                    samples=self.samples,
-                    rows=st.rows,
-                    filled=st.filled,
-                    prev_ids=st.prev_ids,
-                    prev_submit=st.prev_submit,
-                    prev_run_ids=st.prev_run_ids,
-                    prev_time=st.prev_time,
-                    start_time=st.start_time,
-                    start_wait=st.start_wait,
-                )
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path, mode=0o600) as tmp, tmp.open("wb") as f:
+            np.savez(
+                f,
+                version=_VERSION,
+                total_units=b.total_units,
+                max_limit=b.max_limit,
+                window=b.window,
+                sample_interval=b.sample_interval,
+                last_sample=self.last_sample,
+                samples=self.samples,
+                rows=st.rows,
+                filled=st.filled,
+                prev_ids=st.prev_ids,
+                prev_submit=st.prev_submit,
+                prev_run_ids=st.prev_run_ids,
+                prev_time=st.prev_time,
+                start_time=st.start_time,
+                start_wait=st.start_wait,
+            )
 
     def load(self, path: Path | None = None) -> bool:
         """Restore a saved history; False when there is none or it does not fit this

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from sim.timefmt import parse_duration
+from hpcbase.slurmtime import parse_duration
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR, assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace, TraceError

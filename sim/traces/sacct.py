@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim.timefmt import parse_duration
+from hpcbase.slurmtime import parse_duration
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR, assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace, TraceError

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
+from hpcbase.config import ConfigError
+from hpcbase.slurm import JobInfo
+from hpcbase.snapshot import QueueSnapshot
 from mirage import config
 from mirage.chain import tags
 from mirage.chain.reconcile import INTENT_GRACE, ReconcileError, reconcile
 from mirage.chain.store import ENDED, INTENT, SUBMITTED, ChainStore
 from mirage.live.history import QueueHistory
 from mirage.metrics import Metrics
-from mirage.slurm import JobInfo
-from sim.snapshot import QueueSnapshot
 
 
 def job(jid: int, comment: str, state: str = "PENDING") -> JobInfo:
@@ -133,11 +134,11 @@ def test_history_saves_atomically_and_restores(tmp_path):
         ("[decisions]\ndecision_interval = 60.0\n", "decisions.decision_interval: must be at"),
         ("[decisions]\ndefault_policy = 'pg'\n", "decisions.default_policy"),
         ("[log]\nlevel = 'loud'\n", "log.level"),
-        ("[http\n", "not valid TOML"),
+        ("[http\n", "invalid TOML"),
     ],
 )
 def test_config_errors_name_the_field(text, needle):
-    with pytest.raises(config.ConfigError) as e:
+    with pytest.raises(ConfigError) as e:
         config.parse(text, "/etc/mirage/mirage.toml")
     assert needle in str(e.value) and "/etc/mirage/mirage.toml" in str(e.value)
 

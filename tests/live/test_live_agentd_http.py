@@ -10,12 +10,12 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry
 
+from hpcbase.snapshot import QueueSnapshot
 from mirage import config
 from mirage.agentd import Agentd
 from mirage.live.decisions import PolicyError
 from mirage.live.remote import AgentdUnavailable, RemoteDecider
 from mirage.observation import ChainState
-from sim.snapshot import QueueSnapshot
 
 CONF = """
 [history]

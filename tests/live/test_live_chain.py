@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hpcbase.slurm import get_client
 from mirage.chain.cli import main as chain_main
 from mirage.chain.reconcile import tagged_jobs
 from mirage.chain.store import ACTIVE, ChainStore
-from mirage.slurm import get_client
-from mirage.slurm.localcluster import free_ports
+from tests.fixtures.localcluster import free_ports
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

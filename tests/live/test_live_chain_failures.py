@@ -10,11 +10,11 @@ import time
 
 import pytest
 
+from hpcbase.slurm import get_client
 from mirage.chain.cli import main as chain_main
 from mirage.chain.reconcile import tagged_jobs
 from mirage.chain.store import ChainStore
 from mirage.chain.watcher import EXIT_CHAIN_FAILED, watch
-from mirage.slurm import get_client
 
 pytestmark = [pytest.mark.slurm]
 

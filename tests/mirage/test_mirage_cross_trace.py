@@ -45,9 +45,9 @@ def test_ls6_model_runs_on_another_trace(name, trace_path):
 
 def test_live_path_without_the_simulator():
     """What the live-cluster code does: squeue snapshots on Unix time -> builder -> policy."""
+    from hpcbase.snapshot import QueueSnapshot
     from mirage.agents import Decision, DecisionContext, observation_builder_for
     from mirage.observation import ChainState
-    from sim.snapshot import QueueSnapshot
 
     policy = load_policy("default")
     builder = observation_builder_for(policy, total_units=84, max_limit=48 * 3600)

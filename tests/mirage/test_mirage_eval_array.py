@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from hpcbase.slurm import get_client
 from mirage.eval import array as eval_array
 from mirage.eval.cli import main
-from mirage.slurm import get_client
 
 
 def _args(out: Path, *extra: str) -> list[str]:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from hpcbase.snapshot import QueueSnapshot
 from mirage.observation import (
     CONTEXT_FEATURES,
     N_FEATURES,
@@ -14,7 +15,6 @@ from mirage.observation import (
     ChainState,
     ObservationBuilder,
 )
-from sim.snapshot import QueueSnapshot
 
 H = 3600.0
 

@@ -19,9 +19,15 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 
+from sim.mapparams import MapParams
 
-def group_ends(ends: list[tuple[float, int, int]], window: float = 30.0, linear: float = 0.0,
-               epoch: float = 0.0) -> list[tuple[float, int, int]]:
+
+def group_ends(
+    ends: list[tuple[float, int, int]],
+    window: float = 30.0,
+    linear: float = 0.0,
+    epoch: float = 0.0,
+) -> list[tuple[float, int, int]]:
     """(time, tie, units) at which running jobs free their units in Slurm's groups;
     ``window <= 0`` keeps every end as it is."""
     if window <= 0 or not ends:
@@ -47,8 +53,15 @@ class Profile:
     __slots__ = ("ts", "free", "horizon")
 
     def __init__(
-        self, now: float, free_now: int, ends: list[tuple[float, int, int]], horizon: float,
-        min_step: float = 1.0, window: float = 0.0, linear: float = 0.0, epoch: float = 0.0,
+        self,
+        now: float,
+        free_now: int,
+        ends: list[tuple[float, int, int]],
+        horizon: float,
+        min_step: float = 1.0,
+        window: float = 0.0,
+        linear: float = 0.0,
+        epoch: float = 0.0,
     ) -> None:
         """``ends``: (expected end, tie, units) of running jobs, sorted by end. An end that is
         already due counts as ``min_step`` from now (the job is still being cleaned up);
@@ -117,12 +130,18 @@ def round_end(t: float, res: float) -> float:
     return t if math.isinf(t) or res <= 1 else math.ceil(t / res) * res
 
 
-def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int, ends: list,
-               horizon: float, min_step: float, per_node: int, total: int, window: float,
-               linear: float, epoch: float, res: float) -> list[int]:
+def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list[int]:
     """The backfill pass over (units, limit) jobs in priority order: indices started now.
     Walks every tested job (no early stop) and builds a fresh map for every job."""
-    ends = list(ends)
+    now, free, ends, horizon, min_step = p.now, p.free, list(p.ends), p.horizon, p.min_step
+    per_node, total, window, linear, epoch, res = (
+        p.per_node,
+        p.total,
+        p.window,
+        p.linear,
+        p.epoch,
+        p.resolution,
+    )
     held: list[tuple[float, float, int]] = []
     started = []
     for i, (units, limit) in enumerate(jobs[:n_test]):
@@ -141,11 +160,10 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, now: float, free: int
     return started
 
 
-def estimate_model(jobs: list[tuple[int, float]], target: int, now: float, free: int, ends: list,
-                   horizon: float, min_step: float, per_node: int, total: int, window: float,
-                   linear: float, epoch: float, res: float) -> float | None:
+def estimate_model(jobs: list[tuple[int, float]], target: int, p: MapParams) -> float | None:
     """squeue --start for jobs[target]: every job before it reserves (whole nodes) first."""
-    prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch)
+    prof = Profile(p.now, p.free, p.ends, p.horizon, p.min_step, p.window, p.linear, p.epoch)
+    per_node, total = p.per_node, p.total
     for i, (units, limit) in enumerate(jobs[: target + 1]):
         t = prof.earliest(units, limit)
         if i == target:

@@ -7,7 +7,9 @@ import numpy as np
 from sim.traces.model import Trace
 
 
-def make_trace(rows: list[tuple], total: int = 10, unit: str = "nodes", names: list[str] | None = None) -> Trace:
+def make_trace(
+    rows: list[tuple], total: int = 10, unit: str = "nodes", names: list[str] | None = None
+) -> Trace:
     """rows: (submit, runtime, limit, units[, user[, exit_code]]); job ids 1..n."""
     n = len(rows)
     col = lambda k, default: np.array([r[k] if len(r) > k else default for r in rows])  # noqa: E731

@@ -6,20 +6,30 @@ import math
 
 import numpy as np
 import pytest
-from backfill_model import estimate_model, plan_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import _backfill
-from sim.engine import _Job
+from sim.mapparams import MapParams
 from sim.priority import FairShare
+from sim.state import SimJob
+from tests.sim.backfill_model import estimate_model, plan_model
 
 NOW = 1000.0
 
 
-def make_job(units: int, limit: float, *, seq: int = 0, static: float = 0.0, accrue: float = NOW,
-             user: int = 0, tier: int = 0, prio: int = 1) -> _Job:
-    job = _Job()
+def make_job(
+    units: int,
+    limit: float,
+    *,
+    seq: int = 0,
+    static: float = 0.0,
+    accrue: float = NOW,
+    user: int = 0,
+    tier: int = 0,
+    prio: int = 1,
+) -> SimJob:
+    job = SimJob()
     job.units, job.limit, job.seq, job.static, job.accrue = units, limit, seq, static, accrue
     job.user, job.tier, job.prio, job.key = user, tier, prio, (-tier, -prio, seq)
     return job
@@ -47,31 +57,55 @@ def backfill_cases(draw):
     linear = draw(st.sampled_from([0.0, 0.0, 60.0]))
     epoch = draw(st.sampled_from([0.0, 7.0, 19.5, 1.7e9]))
     res = draw(st.sampled_from([1.0, 60.0]))
-    return jobs, n_test, (NOW, total - used, running, horizon, min_step, per_node, total, group,
-                          linear, epoch, res)
+    params = MapParams(
+        now=NOW,
+        free=total - used,
+        ends=running,
+        horizon=horizon,
+        min_step=min_step,
+        per_node=per_node,
+        total=total,
+        window=group,
+        linear=linear,
+        epoch=epoch,
+        resolution=res,
+    )
+    return jobs, n_test, params
 
 
 @settings(max_examples=400, deadline=None)
 @given(backfill_cases())
 def test_plan_matches_the_model(case):
-    jobs, n_test, args = case
+    jobs, n_test, params = case
     order = [make_job(u, lim, seq=i) for i, (u, lim) in enumerate(jobs)]
-    assert _backfill.plan(order, n_test, *args) == plan_model(jobs, n_test, *args)
+    assert _backfill.plan(order, n_test, params) == plan_model(jobs, n_test, params)
 
 
 @settings(max_examples=300, deadline=None)
 @given(backfill_cases(), st.data())
 def test_estimate_matches_the_model(case, data):
-    jobs, _, args = case
+    jobs, _, params = case
     if not jobs:
         return
     target = data.draw(st.integers(0, len(jobs) - 1))
     order = [make_job(u, lim, seq=i) for i, (u, lim) in enumerate(jobs)]
-    assert _backfill.estimate(order, target, *args) == estimate_model(jobs, target, *args)
+    assert _backfill.estimate(order, target, params) == estimate_model(jobs, target, params)
 
 
-def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1):
-    return (NOW, free, ends, NOW + 86400, 1.0, per_node, total, group, 0.0, epoch, 1.0)
+def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1) -> MapParams:
+    return MapParams(
+        now=NOW,
+        free=free,
+        ends=ends,
+        horizon=NOW + 86400,
+        min_step=1.0,
+        per_node=per_node,
+        total=total,
+        window=group,
+        linear=0.0,
+        epoch=epoch,
+        resolution=1.0,
+    )
 
 
 def test_a_hand_worked_pass():
@@ -79,9 +113,9 @@ def test_a_hand_worked_pass():
     # 100 s) fits before it; job 2 (2 units, 200 s) would overlap the reservation.
     args = map_args(2, [(1100.0, 0, 8)])
     order = [make_job(10, 100.0), make_job(2, 100.0, seq=1), make_job(2, 200.0, seq=2)]
-    assert _backfill.plan(order, 500, *args) == [1]
-    assert _backfill.estimate(order, 0, *args) == 1100.0
-    assert _backfill.estimate(order, 2, *args) == 1200.0
+    assert _backfill.plan(order, 500, args) == [1]
+    assert _backfill.estimate(order, 0, args) == 1100.0
+    assert _backfill.estimate(order, 2, args) == 1200.0
 
 
 def test_running_jobs_free_their_units_in_slurms_will_run_groups():
@@ -91,21 +125,25 @@ def test_running_jobs_free_their_units_in_slurms_will_run_groups():
     # taking in 1145 by 1170. A job of 4 units fits once the first group is gone: 1100.
     ends = [(1100.0, 0, 2), (1145.0, 1, 4), (1300.0, 2, 8)]
     job = [make_job(4, 60.0)]
-    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, epoch=0.0)) == 1100.0
+    assert _backfill.estimate(job, 0, map_args(2, ends, total=16, epoch=0.0)) == 1100.0
     # Shift t = 0 to Unix time 10: 1100 lies on a 30-s multiple (1110), which moves the
     # barrier a whole window on, to 1140; the first group takes in 1145 (by 1170) and frees
     # both at once, at 1145.
-    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, epoch=10.0)) == 1145.0
+    assert _backfill.estimate(job, 0, map_args(2, ends, total=16, epoch=10.0)) == 1145.0
     # Without groups the job starts at the first end that frees enough units.
-    assert _backfill.estimate(job, 0, *map_args(2, ends, total=16, group=0.0, epoch=10.0)) == 1100.0
+    assert _backfill.estimate(job, 0, map_args(2, ends, total=16, group=0.0, epoch=10.0)) == 1100.0
     # A job started by the pass joins the running jobs and can regroup them for the next:
     # here job 1 starts now (2 units, ends by 1030), which becomes the first end (barrier
     # 1050, cut 1080), so job 2's 4 units come free at 1100 instead of at 1145.
     order = [make_job(2, 30.0), make_job(4, 60.0, seq=1)]
     args = map_args(2, ends, total=16, epoch=10.0)
-    assert _backfill.plan(order, 500, *args) == [0]
+    assert _backfill.plan(order, 500, args) == [0]
     # (squeue --start starts nothing: job 0 only reserves, and job 1 still waits for 1145)
-    assert _backfill.estimate(order, 1, *args) == estimate_model([(2, 30.0), (4, 60.0)], 1, *args) == 1145.0
+    assert (
+        _backfill.estimate(order, 1, args)
+        == estimate_model([(2, 30.0), (4, 60.0)], 1, args)
+        == 1145.0
+    )
 
 
 def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
@@ -125,13 +163,18 @@ def refresh_model(jobs, tick, w_age, max_age, w_fs, fs):
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.floats(0, 5000), st.floats(0, 2000), st.integers(0, 6), st.integers(0, 2)),
-             max_size=40),
-    st.sampled_from([0.0, 1000.0]), st.sampled_from([0.0, 10000.0]),
+    st.lists(
+        st.tuples(st.floats(0, 5000), st.floats(0, 2000), st.integers(0, 6), st.integers(0, 2)),
+        max_size=40,
+    ),
+    st.sampled_from([0.0, 1000.0]),
+    st.sampled_from([0.0, 10000.0]),
 )
 def test_refresh_matches_the_formula(rows, w_age, w_fs):
-    jobs = [make_job(1, 60.0, seq=i, static=s, accrue=NOW - a, user=u, tier=t)
-            for i, (s, a, u, t) in enumerate(rows)]
+    jobs = [
+        make_job(1, 60.0, seq=i, static=s, accrue=NOW - a, user=u, tier=t)
+        for i, (s, a, u, t) in enumerate(rows)
+    ]
     fs = np.linspace(0.1, 1.0, 5)  # users 5 and 6 have no entry: factor 1.0
     tick = NOW + 300.0
     want = refresh_model(jobs, tick, w_age, 604800.0, w_fs, fs)
@@ -147,7 +190,12 @@ def test_fairshare_tick_matches_numpy():
     fs.usage[:] = rng.uniform(0, 1e6, 50)
     for user in range(0, 50, 3):
         fs.change(user, int(rng.integers(1, 64)), now=10.0 * user)
-    usage, run, acc, stamp = fs.usage.copy(), fs.run_units.copy(), fs.accrued.copy(), fs.stamp.copy()
+    usage, run, acc, stamp = (
+        fs.usage.copy(),
+        fs.run_units.copy(),
+        fs.accrued.copy(),
+        fs.stamp.copy(),
+    )
     out = fs.tick(3600.0, 50)
     decay = 0.5 ** (3600.0 / fs.half_life)
     want_usage = usage * decay + (acc + run * (3600.0 - stamp))
@@ -156,17 +204,32 @@ def test_fairshare_tick_matches_numpy():
     assert not fs.accrued.any() and (fs.stamp == 3600.0).all()
 
 
+class _Partial:
+    """A parameter record without ``epoch``."""
+
+    def __init__(self, p: MapParams) -> None:
+        for name in MapParams.__slots__:
+            if name != "epoch":
+                setattr(self, name, getattr(p, name))
+
+
 def test_rejects_what_is_not_a_job():
     with pytest.raises(TypeError):
-        _backfill.plan([object()], 10, *map_args(1, []))
-    job = _Job()  # fields unset
+        _backfill.plan([object()], 10, map_args(1, []))
+    job = SimJob()  # fields unset
     with pytest.raises(AttributeError):
-        _backfill.plan([job], 10, *map_args(1, []))
+        _backfill.plan([job], 10, map_args(1, []))
     with pytest.raises(TypeError):
-        _backfill.plan([make_job(1, 1.0)], 10, NOW, 1, [])  # map arguments missing
+        _backfill.plan([make_job(1, 1.0)], 10, NOW, 1, [])  # positional map arguments
+    with pytest.raises(AttributeError, match="epoch"):
+        _backfill.plan([make_job(1, 1.0)], 10, _Partial(map_args(1, [])))  # a field missing
+    bad = map_args(1, [])
+    bad.free = 1.5
+    with pytest.raises(TypeError, match="free must be an int"):
+        _backfill.plan([make_job(1, 1.0)], 10, bad)
     with pytest.raises(TypeError):
         _backfill.refresh([make_job(1, 1.0)], NOW, 1.0, 1.0, 1.0, [1.0])  # not an array
-    assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, *map_args(1, [])))
+    assert math.isfinite(_backfill.estimate([make_job(1, 1.0)], 0, map_args(1, [])))
 
 
 def test_will_run_start_is_the_estimate_of_one_job():

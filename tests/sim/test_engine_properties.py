@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from simhelpers import make_trace
 
 from sim.config import SlurmConfig
 from sim.engine import Simulator
+from tests.sim.simhelpers import make_trace
 
 job = st.tuples(
     st.integers(0, 5000),  # submit

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from simhelpers import make_trace, starts
 
+from hpcbase.jobs import JobSpec, JobState
 from sim.config import SlurmConfig
 from sim.engine import Simulator
-from sim.job import JobSpec, JobState
+from tests.sim.simhelpers import make_trace, starts
 
 BUILTIN = SlurmConfig(scheduler_type="sched/builtin")
 # Submissions scheduled at once (batch_sched_delay=0), so dependency examples stay simple.
@@ -21,7 +21,9 @@ def test_backfill_fills_a_hole_but_never_delays_the_reservation():
     # of job 1 rounded up to bf_resolution=60). Job 3 (2 nodes, limit 60) fits before that
     # and is backfilled at the first backfill tick (t=30). Job 4 (2 nodes, limit 200) would
     # overlap the reservation, so it must wait for job 2.
-    sim = Simulator(make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2), (3, 50, 200, 2)]))
+    sim = Simulator(
+        make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2), (3, 50, 200, 2)])
+    )
     sim.run()
     s = starts(sim)
     assert s[1] == 0 and s[3] == 30.0
@@ -65,8 +67,9 @@ def test_job_is_killed_at_its_limit():
 
 
 def test_age_does_not_accrue_while_dependent():
-    cfg = SlurmConfig(priority_type="priority/multifactor", weight_age=10000, max_age=1000.0,
-                      calc_period=60.0)
+    cfg = SlurmConfig(
+        priority_type="priority/multifactor", weight_age=10000, max_age=1000.0, calc_period=60.0
+    )
     # Job 1 occupies the whole cluster until t=600. Job 2 depends on job 1 (submitted at 0);
     # job 3 has no dependency (submitted at 10). Both want the whole cluster afterwards.
     sim = Simulator(make_trace([(0, 600, 700, 4), (10, 100, 200, 4)], total=4), cfg)
@@ -83,10 +86,16 @@ def test_age_does_not_accrue_while_dependent():
 
 
 def test_age_orders_jobs_by_eligibility_when_weighted():
-    cfg = SlurmConfig(priority_type="priority/multifactor", weight_age=10000, weight_job_size=0,
-                      calc_period=60.0, max_age=86400.0)
-    sim = Simulator(make_trace([(0, 1000, 1000, 4), (10, 10, 100, 2), (500, 10, 100, 3)], total=4),
-                    cfg)
+    cfg = SlurmConfig(
+        priority_type="priority/multifactor",
+        weight_age=10000,
+        weight_job_size=0,
+        calc_period=60.0,
+        max_age=86400.0,
+    )
+    sim = Simulator(
+        make_trace([(0, 1000, 1000, 4), (10, 10, 100, 2), (500, 10, 100, 3)], total=4), cfg
+    )
     sim.run()
     s = starts(sim)
     assert s[2] == 1000.0 and s[3] == 1010.0
@@ -127,8 +136,10 @@ def test_begin_time_defers_eligibility():
 
 def test_snapshot_restore_replays_the_same_future():
     rows = [(i * 7, 50 + (i * 37) % 400, 500, 1 + (i * 5) % 6) for i in range(300)]
-    sim = Simulator(make_trace(rows, total=10), SlurmConfig(priority_type="priority/multifactor",
-                    weight_fairshare=1000, weight_age=100))
+    sim = Simulator(
+        make_trace(rows, total=10),
+        SlurmConfig(priority_type="priority/multifactor", weight_fairshare=1000, weight_age=100),
+    )
     sim.advance(900.0)
     blob = sim.snapshot()
     sim.run()
@@ -141,8 +152,9 @@ def test_snapshot_restore_replays_the_same_future():
 
 def test_estimate_start_predicts_the_start_without_new_arrivals():
     # bf_resolution=1 so the estimate is not rounded up to the next minute
-    sim = Simulator(make_trace([(0, 100, 100, 8), (0, 100, 300, 6)], total=10),
-                    SlurmConfig(bf_resolution=1.0))
+    sim = Simulator(
+        make_trace([(0, 100, 100, 8), (0, 100, 300, 6)], total=10), SlurmConfig(bf_resolution=1.0)
+    )
     sim.advance(5)
     j = sim.submit(JobSpec(units=4, limit=100, runtime=100))
     est = sim.estimate_start(j)
@@ -171,8 +183,10 @@ def test_bad_injections_are_rejected_clearly():
 def test_without_accounting_age_does_not_accrue():
     # Real Slurm 22.05 without an accounting backend never sets accrue times (measured with
     # bench/sim_fidelity.py): the age factor stays 0 and only job size orders the queue.
-    text = ("PriorityType=priority/multifactor\nPriorityWeightAge=10000\nPriorityMaxAge=00:10:00\n"
-            "PriorityWeightJobSize=1000\n")
+    text = (
+        "PriorityType=priority/multifactor\nPriorityWeightAge=10000\nPriorityMaxAge=00:10:00\n"
+        "PriorityWeightJobSize=1000\n"
+    )
     no_acct = SlurmConfig.from_text(text)
     acct = SlurmConfig.from_text(text + "AccountingStorageType=accounting_storage/slurmdbd\n")
     assert not no_acct.accounting and acct.accounting
@@ -218,7 +232,6 @@ def test_batch_submissions_wait_for_batch_sched_delay_or_backfill():
     assert starts(sim)[1] == 2.0 and sim.records[0].backfill  # the backfill tick came first
 
 
-
 def test_backfill_estimates_free_running_jobs_in_slurms_will_run_groups():
     # Slurm's will-run test frees running jobs in groups cut at a 30-s-aligned barrier and
     # starts a job at the end of the group's last job (measured on Slurm 22.05: see
@@ -230,8 +243,14 @@ def test_backfill_estimates_free_running_jobs_in_slurms_will_run_groups():
         "SelectTypeParameters=CR_CPU\nNodeName=n1 CPUs=16\n"
         "SchedulerParameters=bf_resolution=1,bf_interval=1\n"
     )
-    rows = [(0, 90, 100, 2), (0, 110, 115, 4), (0, 290, 300, 8), (0, 45, 300, 2),
-            (1, 10, 60, 4), (1, 10, 60, 2)]
+    rows = [
+        (0, 90, 100, 2),
+        (0, 110, 115, 4),
+        (0, 290, 300, 8),
+        (0, 45, 300, 2),
+        (1, 10, 60, 4),
+        (1, 10, 60, 2),
+    ]
     sim = Simulator(make_trace(rows, total=16, unit="cpus"), cfg)
     sim.run()
     s = starts(sim)

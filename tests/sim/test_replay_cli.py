@@ -6,10 +6,13 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 
 def hpcsim(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_replay_embedded_default_writes_schedule_and_plot(tmp_path):
@@ -23,9 +26,12 @@ def test_replay_embedded_default_writes_schedule_and_plot(tmp_path):
 
 
 def test_replay_with_a_site_slurm_conf_and_parquet(tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet output needs the parquet extra")
     conf = tmp_path / "slurm.conf"
-    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightJobSize=1000\n"
-                    "AccountingStorageType=accounting_storage/slurmdbd\nPriorityWeightAge=1000\n")
+    conf.write_text(
+        "PriorityType=priority/multifactor\nPriorityWeightJobSize=1000\n"
+        "AccountingStorageType=accounting_storage/slurmdbd\nPriorityWeightAge=1000\n"
+    )
     out = tmp_path / "s.parquet"
     res = hpcsim("replay", "--slurm-conf", str(conf), "--out", str(out))
     assert res.returncode == 0, res.stderr

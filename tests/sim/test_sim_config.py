@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from sim.config import ConfigError, SlurmConfig
-from sim.timefmt import parse_duration
+from hpcbase.config import ConfigError
+from hpcbase.slurmtime import parse_duration
+from sim.config import SlurmConfig
 
 CONF = """
 # a site's slurm.conf (excerpt)
@@ -43,7 +44,12 @@ def test_reads_the_scheduling_subset(tmp_path):
 
 def test_defaults_are_slurms():
     cfg = SlurmConfig()
-    assert (cfg.bf_interval, cfg.bf_window, cfg.bf_resolution, cfg.bf_max_job_test) == (30, 86400, 60, 500)
+    assert (cfg.bf_interval, cfg.bf_window, cfg.bf_resolution, cfg.bf_max_job_test) == (
+        30,
+        86400,
+        60,
+        500,
+    )
     assert (cfg.default_queue_depth, cfg.sched_interval, cfg.calc_period) == (100, 60, 300)
     assert cfg.priority_type == "priority/basic" and cfg.max_age == 7 * 86400
 
@@ -71,8 +77,15 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize(
     "text, seconds",
-    [("2-00:00:00", 172800), ("2880", 172800), ("30:00", 1800), ("01:00:00", 3600),
-     ("1-12", 129600), ("UNLIMITED", math.inf), ("Partition_Limit", math.inf)],
+    [
+        ("2-00:00:00", 172800),
+        ("2880", 172800),
+        ("30:00", 1800),
+        ("01:00:00", 3600),
+        ("1-12", 129600),
+        ("UNLIMITED", math.inf),
+        ("Partition_Limit", math.inf),
+    ],
 )
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds

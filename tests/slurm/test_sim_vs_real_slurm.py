@@ -9,18 +9,13 @@ must agree on the order and on every start within 2 s.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench._realslurm import WorkloadJob, run_workload  # noqa: E402
-from bench.sim_fidelity import simulate  # noqa: E402
-from mirage.slurm.localcluster import missing_programs  # noqa: E402
+from bench.sim_fidelity import simulate
+from tests.fixtures.localcluster import missing_programs
+from tests.fixtures.realslurm import WorkloadJob, run_workload
 
 pytestmark = [
     pytest.mark.slurm,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mirage.slurm import (
+from hpcbase.slurm import (
     CliClient,
     CommandRunner,
     RetryPolicy,
@@ -18,7 +18,7 @@ from mirage.slurm import (
     get_client,
     options_to_args,
 )
-from mirage.slurm.cache import QueryCache
+from hpcbase.slurm.cache import QueryCache
 
 DATA = Path(__file__).parent / "data"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mirage.slurm import get_client
-from mirage.slurm.localcluster import SCRIPT, LocalCluster, free_ports, missing_programs
+from hpcbase.slurm import get_client
+from tests.fixtures.localcluster import SCRIPT, LocalCluster, free_ports, missing_programs
 
 pytestmark = [
     pytest.mark.slurm,

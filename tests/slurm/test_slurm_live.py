@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from mirage.slurm import CliClient, JobInfo, RetryPolicy, SlurmError, SlurmUnavailable, get_client
+from hpcbase.slurm import CliClient, JobInfo, RetryPolicy, SlurmError, SlurmUnavailable, get_client
 
 pytestmark = pytest.mark.slurm
 T = TypeVar("T")

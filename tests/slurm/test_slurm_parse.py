@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mirage.slurm import SlurmError, format_duration, parse_duration, parse_timestamp
-from mirage.slurm.parse import (
+from hpcbase.slurm import SlurmError
+from hpcbase.slurm.parse import (
     parse_exit_code,
     parse_jobcomp,
     parse_kv_line,
+    parse_limit,
     parse_partitions,
     parse_sacct,
     parse_sbatch,
@@ -20,6 +21,7 @@ from mirage.slurm.parse import (
     parse_squeue,
     parse_start_estimates,
 )
+from hpcbase.slurmtime import UNLIMITED, format_duration, parse_duration, parse_timestamp
 
 DATA = Path(__file__).parent / "data"
 
@@ -54,22 +56,35 @@ def utc(monkeypatch: pytest.MonkeyPatch):
         ("INFINITE", None),
         ("Partition_Limit", None),
         ("N/A", None),
+        ("NOT_SET", None),
     ],
 )
-def test_parse_duration(text: str, seconds: int | None) -> None:
-    assert parse_duration(text) == seconds
+def test_parse_limit(text: str, seconds: int | None) -> None:
+    """Limits in Slurm's output: whole seconds, None for no limit or an unset one."""
+    assert parse_limit(text) == seconds
 
 
 @pytest.mark.parametrize("bad", ["1:2:3:4", "abc", "1-", "-5", "1.5"])
-def test_parse_duration_rejects_bad_text(bad: str) -> None:
+def test_parse_limit_rejects_bad_text(bad: str) -> None:
     with pytest.raises(ValueError, match="not a Slurm duration"):
-        parse_duration(bad)
+        parse_limit(bad)
+
+
+def test_one_grammar_with_an_explicit_unlimited() -> None:
+    assert parse_duration("UNLIMITED") == UNLIMITED
+    assert parse_duration("2880") == parse_duration("2-00:00:00") == 172800.0
+    assert parse_duration("1.5") == 90.0  # trace files may give fractions
+    assert parse_duration("90", bare_unit=1.0) == 90.0
+    with pytest.raises(ValueError, match="not a Slurm duration"):
+        parse_duration("N/A")  # unset is no limit only where the caller says so
+    assert parse_duration("N/A", unset_ok=True) == UNLIMITED
 
 
 def test_format_duration_round_trips() -> None:
     for s in (0, 59, 3600, 86399, 172800 + 61):
         assert parse_duration(format_duration(s)) == s
-    assert format_duration(None) == "UNLIMITED"
+    assert format_duration(None) == format_duration(UNLIMITED) == "UNLIMITED"
+    assert parse_duration(format_duration(UNLIMITED)) == UNLIMITED
 
 
 def test_parse_timestamp_forms() -> None:

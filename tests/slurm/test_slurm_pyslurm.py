@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from mirage.slurm import CliClient, CommandRunner, RetryPolicy, SlurmError, get_client
-from mirage.slurm.pyslurm_backend import PyslurmClient, job_from_pyslurm
+from hpcbase.slurm import CliClient, CommandRunner, RetryPolicy, SlurmError, get_client
+from hpcbase.slurm.pyslurm_backend import PyslurmClient, job_from_pyslurm
 
 
 class FakeJob:

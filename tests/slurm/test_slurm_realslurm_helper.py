@@ -1,22 +1,19 @@
-"""bench/_realslurm.py: workload validation, and a tiny workload on a fresh real cluster."""
+"""tests/fixtures/realslurm.py: workload validation, and a tiny workload on a fresh real cluster."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench/
-
-from bench._realslurm import (  # noqa: E402
+from tests.fixtures.localcluster import missing_programs
+from tests.fixtures.realslurm import (
     WorkloadJob,
     as_job,
     generate_conf,
     resolve_dependency,
     run_workload,
 )
-from mirage.slurm.localcluster import missing_programs  # noqa: E402
 
 
 def test_job_validation_names_job_and_field() -> None:

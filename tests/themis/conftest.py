@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fusehelp import ThemisMount, fuse_available, is_mounted, start_themis
+
+from tests.themis.fusehelp import ThemisMount, fuse_available, is_mounted, start_themis
 
 
 @pytest.fixture

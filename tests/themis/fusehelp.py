@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import shutil
 import signal
@@ -42,6 +43,8 @@ def fuse_available() -> str | None:
         return "needs /dev/fuse"
     if shutil.which("fusermount3") is None:
         return "needs fusermount3 (fuse3)"
+    if importlib.util.find_spec("pyfuse3") is None:
+        return "needs pyfuse3 (pip install '.[fuse]')"
     return None
 
 
@@ -80,7 +83,8 @@ class ThemisMount:
         for line in self.scrape().splitlines():
             if line.startswith(name + "{") or line.startswith(name + " "):
                 head, _, value = line.rpartition(" ")
-                got = set(head[head.find("{") + 1 : head.rfind("}")].split(",")) if "{" in head else set()
+                labels = head[head.find("{") + 1 : head.rfind("}")]
+                got = set(labels.split(",")) if "{" in head else set()
                 if want <= got:
                     return float(value)
         return None

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from themis.config import ConfigError, ThemisConfig, load
+from hpcbase.config import ConfigError
+from themis.config import ThemisConfig, load
 
 REPO = Path(__file__).resolve().parents[2]
 

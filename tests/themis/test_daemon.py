@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fusehelp import is_mounted, start_themis
 
+from tests.themis.fusehelp import is_mounted, start_themis
 from themis.fs import fusectl
 
 pytestmark = pytest.mark.fuse

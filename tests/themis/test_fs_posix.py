@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from fusehelp import run_as
 
+from tests.themis.fusehelp import run_as
 from themis.fs.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 
 pytestmark = pytest.mark.fuse

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fusehelp import run_as, start_themis
 
+from tests.themis.fusehelp import run_as, start_themis
 from themis.tagging import SlurmNodeCount
 
 pytestmark = pytest.mark.fuse

@@ -6,17 +6,19 @@ from __future__ import annotations
 import errno
 import os
 
-import pyfuse3
 import pytest
-import trio
-import trio.testing
 
-from themis.fs.device import EmulatedDevice
-from themis.fs.errors import fuse_errors
-from themis.fs.io import ScheduledIO
-from themis.metrics import ThemisMetrics
-from themis.sched import JobTag, Scheduler
-from themis.sched.aio import Gate
+pyfuse3 = pytest.importorskip("pyfuse3", reason="the FUSE I/O path needs the fuse extra")
+pytest.importorskip("trio", reason="the FUSE I/O path needs the fuse extra")
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
+
+from themis.fs.device import EmulatedDevice  # noqa: E402
+from themis.fs.errors import fuse_errors  # noqa: E402
+from themis.fs.io import ScheduledIO  # noqa: E402
+from themis.metrics import ThemisMetrics  # noqa: E402
+from themis.sched import JobTag, Scheduler  # noqa: E402
+from themis.sched.aio import Gate  # noqa: E402
 
 TAG = JobTag("42", "alice", "phys", 2)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import trio
-import trio.testing
+import pytest
 
-from themis.sched import JobTag, Scheduler
-from themis.sched.aio import Gate
+pytest.importorskip("trio", reason="the trio gate needs the fuse extra")
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
+
+from themis.sched import JobTag, Scheduler  # noqa: E402
+from themis.sched.aio import Gate  # noqa: E402
 
 A = JobTag("a", "u1", "g", 1)
 B = JobTag("b", "u2", "g", 4)

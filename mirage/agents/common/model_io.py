@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.atomic import atomic_path
+
 from mirage.agents.common.policy import Decision, DecisionContext
-from mirage.fileio import atomic_path
 from mirage.observation import FEATURE_VERSION
 
 META_NAME = "mirage.json"
@@ -50,7 +51,7 @@ def save_model(model: Any, path: str | Path, agent: str, meta: dict[str, Any]) -
         "obs_shape": list(model.observation_space.shape),
         **meta,
     }
-    with atomic_path(path) as tmp:
+    with atomic_path(path, suffix=".zip") as tmp:
         model.save(str(tmp))
         with zipfile.ZipFile(tmp, "a") as zf:
             zf.writestr(META_NAME, json.dumps(full, indent=1, sort_keys=True))

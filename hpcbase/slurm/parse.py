@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
-from mirage.slurm.errors import SlurmError
-from mirage.slurm.models import PENDING_STATES, RUNNING_STATES, JobInfo, PartitionInfo
-from mirage.slurm.timefmt import parse_duration, parse_timestamp
+from hpcbase.slurm.errors import SlurmError
+from hpcbase.slurm.models import PENDING_STATES, RUNNING_STATES, JobInfo, PartitionInfo
+from hpcbase.slurmtime import is_unlimited, parse_duration, parse_timestamp
 
 T = TypeVar("T")
 
@@ -178,7 +178,7 @@ def _job(
         state=st,
         nodes=_field("NumNodes", nodes, _count) if nodes.strip() else 0,
         cpus=_field("NumCPUs", cpus, _count) if cpus.strip() else 0,
-        time_limit=_field("TimeLimit", limit, parse_duration),
+        time_limit=_field("TimeLimit", limit, parse_limit),
         submit=_field("SubmitTime", submit, parse_timestamp),
         eligible=_field("EligibleTime", eligible, parse_timestamp),
         start=None if pending else _field("StartTime", start, parse_timestamp),
@@ -189,6 +189,12 @@ def _job(
         comment=_text(comment),
         partition=_text(partition),
     )
+
+
+def parse_limit(text: str) -> int | None:
+    """A limit as Slurm prints it (whole seconds), None for no limit or an unset one."""
+    seconds = parse_duration(text, fractions=False, unset_ok=True)
+    return None if is_unlimited(seconds) else int(seconds)
 
 
 def parse_squeue(text: str) -> list[JobInfo]:
@@ -355,7 +361,7 @@ def parse_partitions(text: str) -> list[PartitionInfo]:
                 name=kv["PartitionName"],
                 total_nodes=_field("TotalNodes", kv.get("TotalNodes", "0"), int),
                 total_cpus=_field("TotalCPUs", kv.get("TotalCPUs", "0"), int),
-                max_time=_field("MaxTime", kv.get("MaxTime", "UNLIMITED"), parse_duration),
+                max_time=_field("MaxTime", kv.get("MaxTime", "UNLIMITED"), parse_limit),
                 default=kv.get("Default", "NO").upper() == "YES",
                 state=kv.get("State", "UP"),
             )

@@ -23,7 +23,9 @@ def dispatch(prog: str, commands: dict[str, tuple[str, str]], argv: Sequence[str
         return 0 if args else 2
     name, rest = args[0], args[1:]
     if name not in commands:
-        print(f"{prog}: unknown command {name!r}; choose from {', '.join(commands)}", file=sys.stderr)
+        print(
+            f"{prog}: unknown command {name!r}; choose from {', '.join(commands)}", file=sys.stderr
+        )
         return 2
     module = importlib.import_module(commands[name][0])
     return int(module.main(rest) or 0)

@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from mirage.slurm import parse
-from mirage.slurm.cache import QueryCache
-from mirage.slurm.errors import SlurmError, SlurmUnavailable
-from mirage.slurm.models import JobInfo, PartitionInfo
-from mirage.slurm.runner import CommandRunner, RetryPolicy
-from sim.snapshot import QueueSnapshot
+from hpcbase.slurm import parse
+from hpcbase.slurm.cache import QueryCache
+from hpcbase.slurm.errors import SlurmError, SlurmUnavailable
+from hpcbase.slurm.models import JobInfo, PartitionInfo
+from hpcbase.slurm.runner import CommandRunner, RetryPolicy
+from hpcbase.snapshot import QueueSnapshot
 
 #: Default floor between two real queries of the same kind, in seconds.
 DEFAULT_MIN_INTERVAL = 10.0

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirage.slurm.errors import SlurmError, SlurmUnavailable
+from hpcbase.slurm.errors import SlurmError, SlurmUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ import re
 from types import ModuleType
 from typing import Any
 
-from mirage.slurm.client import CliClient
-from mirage.slurm.errors import SlurmError, SlurmUnavailable
-from mirage.slurm.models import JobInfo
+from hpcbase.slurm.client import CliClient
+from hpcbase.slurm.errors import SlurmError, SlurmUnavailable
+from hpcbase.slurm.models import JobInfo
 
 _INFINITE32 = 0xFFFFFFFF
 

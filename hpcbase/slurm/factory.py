@@ -8,8 +8,8 @@ import os
 import sys
 from typing import Any
 
-from mirage.slurm.client import CliClient, SlurmClient
-from mirage.slurm.errors import SlurmError
+from hpcbase.slurm.client import CliClient, SlurmClient
+from hpcbase.slurm.errors import SlurmError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def get_client(backend: str | None = None, **kwargs: Any) -> SlurmClient:
         raise SlurmError(f"unknown Slurm backend {name!r}; choose from {', '.join(BACKENDS)}")
     if name == "cli" or (name == "auto" and not _pyslurm_present()):
         return CliClient(**kwargs)
-    from mirage.slurm.pyslurm_backend import PyslurmClient
+    from hpcbase.slurm.pyslurm_backend import PyslurmClient
 
     if name == "pyslurm":
         return PyslurmClient(**kwargs)

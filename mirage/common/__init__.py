@@ -1,1 +1,0 @@
-"""Pieces shared across Mirage's modules."""

@@ -32,7 +32,7 @@ from themis.sched.aio import Gate
 from themis.sched.policy import Policy, PolicyError
 from themis.sched.registry import make_dispatcher
 from themis.sched.scheduler import Scheduler
-from themis.tagging import SlurmNodeCount, Tagger
+from themis.tagging import SlurmJobs, Tagger
 
 log = logging.getLogger("themis.daemon")
 
@@ -92,10 +92,14 @@ class Daemon:
         self.scheduler = Scheduler(make_policy(cfg), dispatcher, max_inflight=s.max_inflight,
                                    chunk_bytes=s.chunk_bytes)
         self.metrics = ThemisMetrics(job_ttl=cfg.metrics.job_ttl_seconds)
+        t = cfg.tagging
+        if t.trust_environment:
+            log.warning("%s: tagging.trust_environment is on: any user can claim any job id and "
+                        "size through SLURM_* variables", cfg.source)
         self.tagger = tagger or Tagger(
-            node_count=SlurmNodeCount(cfg.tagging.slurm_conf or None),
-            environ_timeout=cfg.tagging.environ_timeout_seconds,
-            cache_size=cfg.tagging.cache_size)
+            slurm=SlurmJobs(t.slurm_conf or None, ttl=t.slurm_cache_seconds),
+            node_name=t.node_name or None, trust_environment=t.trust_environment,
+            environ_timeout=t.environ_timeout_seconds, cache_size=t.cache_size)
         self.gate = Gate(self.scheduler)
         self.io = ScheduledIO(self.gate, EmulatedDevice(cfg.device.bandwidth_bytes_per_second),
                               self.metrics, io_threads=s.io_threads)

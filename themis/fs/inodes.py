@@ -70,6 +70,13 @@ class InodeTable:
             raise StaleInode(inode)
         return min(node.links)[0]
 
+    def entry_of(self, inode: int) -> tuple[int, bytes]:
+        """One directory entry ``(parent inode, name)`` of ``inode``."""
+        node = self._nodes.get(inode)
+        if node is None or not node.links:
+            raise StaleInode(inode)
+        return min(node.links)
+
     @property
     def root_fd(self) -> int:
         return self._nodes[ROOT].fd

@@ -479,35 +479,44 @@ class PassthroughFS(pyfuse3.Operations):
             await trio.to_thread.run_sync(os.fsync, handle.fd)
 
     # -- extended attributes -------------------------------------------------------------
-    def _xattr_target(self, inode: int) -> str:
+    def _xattr_target(self, inode: int) -> tuple[str, bool]:
+        """A path reaching exactly this inode, and whether to follow its last component.
+
+        A file is reached through its own descriptor (/proc/self/fd/N). A symlink has no such
+        way (the magic link would go on into the link's target), so it is reached as its name
+        inside its directory's descriptor, never followed.
+        """
         if not self.xattrs:
             raise OSError(errno.ENOSYS, "extended attributes are switched off")
-        if self.inodes.kind(inode) == stat.S_IFLNK:
-            # No race-free way to reach a symlink's own attributes (as passthrough_hp).
-            raise OSError(errno.EOPNOTSUPP, "extended attributes of symlinks")
-        return proc_fd(self._fd(inode))
+        if self.inodes.kind(inode) != stat.S_IFLNK:
+            return proc_fd(self._fd(inode)), True
+        parent, name = self.inodes.entry_of(inode)
+        return f"{proc_fd(self._fd(parent))}/{os.fsdecode(name)}", False
 
     @fuse_errors
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
-        target = self._xattr_target(inode)
+        target, follow = self._xattr_target(inode)
         with self._as(ctx):
-            os.setxattr(target, name, value)
+            os.setxattr(target, name, value, follow_symlinks=follow)
 
     @fuse_errors
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        return os.getxattr(self._xattr_target(inode), name)
+        target, follow = self._xattr_target(inode)
+        return os.getxattr(target, name, follow_symlinks=follow)
 
     @fuse_errors
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
-        return [os.fsencode(n) for n in os.listxattr(self._xattr_target(inode))]
+        target, follow = self._xattr_target(inode)
+        names = os.listxattr(target, follow_symlinks=follow)
+        return [os.fsencode(n) for n in names]
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        target = self._xattr_target(inode)
+        target, follow = self._xattr_target(inode)
         with self._as(ctx):
-            os.removexattr(target, name)
+            os.removexattr(target, name, follow_symlinks=follow)
 
     # -- shutdown ------------------------------------------------------------------------
     def close_all(self) -> None:

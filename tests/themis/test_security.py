@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from fusehelp import run_as, start_themis
 
+from themis.tagging import Tagger
+
 pytestmark = pytest.mark.fuse
 
 USER = 1001
@@ -256,6 +258,27 @@ def test_another_users_job_id(slurm_cluster, themis):
         assert themis.sample("themis_io_bytes_total", job=job_id, op="write") == 3000
         assert themis.sample("themis_job_nodes", job=job_id) == 1.0
         assert themis.sample("themis_job_nodes", job=job_id, user="root") == 1.0
+    finally:
+        scancel(slurm_cluster, job_id)
+
+
+@pytest.mark.slurm
+def test_real_jobs_are_found_by_their_cgroup(slurm_cluster):
+    """With the local cluster's cgroups (scripts/slurm-cluster.sh), a job's processes are
+    tagged from their cgroup alone: no environment and no Slurm query needed."""
+    if "ProctrackType=proctrack/cgroup" not in slurm_cluster.conf_path.read_text():
+        pytest.skip("the local cluster runs without cgroups on this host")
+    job_id = sbatch(slurm_cluster, "-N", "1", "--wrap", "sleep 60")
+    try:
+        wait_running(slurm_cluster, job_id)
+        out = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True,
+                             env=dict(os.environ, **slurm_cluster.env), timeout=30)
+        pids = [int(line.split()[0]) for line in out.stdout.splitlines()[1:] if line.strip()]
+        assert pids, out.stdout + out.stderr
+        tagger = Tagger(slurm=None)  # nothing to ask: only the cgroup can name the job
+        assert {tagger.job_from_cgroup(pid) for pid in pids} == {job_id}
+        assert tagger.tag(pids[0], 0, 0).job_id == job_id
+        assert tagger.job_from_cgroup(os.getpid()) is None  # we are outside any job
     finally:
         scancel(slurm_cluster, job_id)
 

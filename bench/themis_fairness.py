@@ -1,7 +1,7 @@
 """Fair sharing of the Themis FUSE proxy: concurrent processes as Slurm jobs on a real mount.
 
 Every job is ``--workers`` processes, each with its own ``SLURM_JOB_ID``/``SLURM_NNODES`` and
-uid/gid, writing (or reading) ``--block``-sized requests through the mount for ``--duration``
+uid/gid (the daemon runs with ``tagging.trust_environment``: no Slurm knows these jobs), writing (or reading) ``--block``-sized requests through the mount for ``--duration``
 seconds after a common start time. Jobs get the same number of processes whatever their size,
 so any difference in throughput comes from the scheduler.
 
@@ -139,7 +139,9 @@ class Mount:
         self.policy = "fifo"
 
     def _write_config(self, policy: str) -> None:
-        text = (f'log_level = "warning"\n[scheduler]\npolicy = "{policy}"\n'
+        # the jobs are made up (no Slurm knows them): the daemon must believe SLURM_*
+        text = (f'log_level = "warning"\n[tagging]\ntrust_environment = true\n'
+                f'[scheduler]\npolicy = "{policy}"\n'
                 f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
         tmp = self.config.with_suffix(".tmp")
         tmp.write_text(text)

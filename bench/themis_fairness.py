@@ -1,8 +1,9 @@
 """Fair sharing of the Themis FUSE proxy: concurrent processes as Slurm jobs on a real mount.
 
 Every job is ``--workers`` processes, each with its own ``SLURM_JOB_ID``/``SLURM_NNODES`` and
-uid/gid (the daemon runs with ``tagging.trust_environment``: no Slurm knows these jobs), writing (or reading) ``--block``-sized requests through the mount for ``--duration``
-seconds after a common start time. Jobs get the same number of processes whatever their size,
+uid/gid, writing (or reading) ``--block``-sized requests through the mount for ``--duration``
+seconds after a common start time (the daemon runs with ``tagging.trust_environment``: no Slurm
+knows these made-up jobs). Jobs get the same number of processes whatever their size,
 so any difference in throughput comes from the scheduler.
 
 One daemon serves all policies: the benchmark rewrites its configuration file and sends SIGHUP

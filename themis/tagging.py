@@ -312,9 +312,14 @@ class Tagger:
             elif self.confirms(claimed, uid):
                 job, source = claimed, "environment, confirmed by Slurm"
             else:
-                log.info("pid %d (uid %d) claims job %s, which Slurm does not confirm as its "
-                         "own running job on %s: tagged as its user's pseudo job",
-                         pid, uid, claimed, self.node_name)
+                log.info(
+                    "pid %d (uid %d) claims job %s, which Slurm does not confirm as its "
+                    "own running job on %s: tagged as its user's pseudo job",
+                    pid,
+                    uid,
+                    claimed,
+                    self.node_name,
+                )
                 return pseudo_tag(uid, gid)
         nodes = self.job_size(job, env)
         log.debug("pid %d: job %s (from %s), %d node(s)", pid, job, source, nodes)

@@ -65,9 +65,21 @@ def test_restart_race_ten_times(fuse_root):
 
 
 def test_a_live_mount_is_not_stacked_on(themis, fuse_root):
-    other = subprocess.run([sys.executable, "-m", "themis.cli", "mount", str(themis.backing),
-                            str(themis.mnt), "--foreground"], capture_output=True, text=True,
-                           timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "themis.cli",
+            "mount",
+            str(themis.backing),
+            str(themis.mnt),
+            "--foreground",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert other.returncode == 1
     assert "already served by a running FUSE daemon" in other.stderr
     assert len(fusectl.fuse_mounts(str(themis.mnt))) == 1
@@ -83,9 +95,14 @@ def test_cpython_file_system_tests_on_the_mount(themis):
     work = themis.mnt / "cpython"
     work.mkdir()
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "test", *CPYTHON_TESTS, "-j1"], cwd=work,
-                         env=dict(os.environ, TMPDIR=str(work)), capture_output=True, text=True,
-                         timeout=280)
+    out = subprocess.run(
+        [sys.executable, "-m", "test", *CPYTHON_TESTS, "-j1"],
+        cwd=work,
+        env=dict(os.environ, TMPDIR=str(work)),
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     took = time.monotonic() - started
     tail = out.stdout[-3000:] + out.stderr[-2000:]
     assert out.returncode == 0, tail
@@ -95,18 +112,30 @@ def test_cpython_file_system_tests_on_the_mount(themis):
 
 
 def fio(directory: Path, name: str, env: dict[str, str], size_mb: int = 6) -> subprocess.Popen:
-    cmd = ["fio", f"--name={name}", f"--directory={directory}", "--rw=randwrite",
-           "--bsrange=4k-1m", "--bs_unaligned", f"--size={size_mb}m", "--numjobs=2",
-           "--ioengine=psync", "--verify=crc32c", "--verify_fatal=1", "--do_verify=1",
-           "--output-format=json"]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    cmd = [
+        "fio",
+        f"--name={name}",
+        f"--directory={directory}",
+        "--rw=randwrite",
+        "--bsrange=4k-1m",
+        "--bs_unaligned",
+        f"--size={size_mb}m",
+        "--numjobs=2",
+        "--ioengine=psync",
+        "--verify=crc32c",
+        "--verify_fatal=1",
+        "--do_verify=1",
+        "--output-format=json",
+    ]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def switch(mount, config: Path, policy: str, dispatcher: str) -> None:
     options = {"tbf": "rate = 2e9\n", "gift": "capacity = 2e9\n"}.get(dispatcher, "")
-    text = (f'[tagging]\ntrust_environment = true\n[metrics]\nupdate_seconds = 0.05\n'
-            f'[scheduler]\npolicy = "{policy}"\ndispatcher = "{dispatcher}"\n')
+    text = (
+        f"[tagging]\ntrust_environment = true\n[metrics]\nupdate_seconds = 0.05\n"
+        f'[scheduler]\npolicy = "{policy}"\ndispatcher = "{dispatcher}"\n'
+    )
     if options:
         text += "[scheduler.dispatcher_options]\n" + options
     config.write_text(text)
@@ -138,18 +167,23 @@ def test_fio_verifies_under_every_policy_and_dispatcher(fuse_root):
                 switch(mount, config, policy, dispatcher)
                 where = mount.mnt / f"{policy}-{dispatcher}"
                 where.mkdir()
-                runs = [fio(where, f"job{jid}", dict(os.environ, SLURM_JOB_ID=jid,
-                                                     SLURM_NNODES=nodes))
-                        for jid, nodes in (("61", "1"), ("64", "4"))]
+                runs = [
+                    fio(where, f"job{jid}", dict(os.environ, SLURM_JOB_ID=jid, SLURM_NNODES=nodes))
+                    for jid, nodes in (("61", "1"), ("64", "4"))
+                ]
                 for run in runs:
                     out, err = run.communicate(timeout=120)
                     assert run.returncode == 0, (policy, dispatcher, err[-2000:])
-                    report = json.loads(out[out.index("{"):])
+                    report = json.loads(out[out.index("{") :])
                     assert all(j["error"] == 0 for j in report["jobs"]), (policy, dispatcher)
-                    assert sum(j["write"]["io_bytes"] for j in report["jobs"]) >= 11 * MiB  # random block sizes: the last one may not fit
+                    assert (
+                        sum(j["write"]["io_bytes"] for j in report["jobs"]) >= 11 * MiB
+                    )  # random block sizes: the last one may not fit
                 shutil.rmtree(where)
         for job in ("61", "64"):
-            assert (mount.sample("themis_io_bytes_total", job=job, op="write") or 0) >= 30 * 11 * MiB
+            assert (
+                mount.sample("themis_io_bytes_total", job=job, op="write") or 0
+            ) >= 30 * 11 * MiB
         assert mount.sample("themis_job_nodes", job="64") == 4.0
         assert "Traceback" not in mount.logs()
     finally:

@@ -52,10 +52,10 @@ def test_symlink_swap_of_the_current_directory(themis, root_only):
     backing, mnt = user_dir(themis)
     code = f"""
 import os, errno
-os.mkdir({str(mnt / 'work')!r})
-os.chdir({str(mnt / 'work')!r})
-os.rename({str(backing / 'work')!r}, {str(backing / 'work.old')!r})
-os.symlink({str(root_only)!r}, {str(backing / 'work')!r})
+os.mkdir({str(mnt / "work")!r})
+os.chdir({str(mnt / "work")!r})
+os.rename({str(backing / "work")!r}, {str(backing / "work.old")!r})
+os.symlink({str(root_only)!r}, {str(backing / "work")!r})
 for name in ("planted", "planted-dir"):
     try:
         if name == "planted":
@@ -82,11 +82,11 @@ def test_cached_file_swapped_for_a_symlink_to_a_root_only_file(themis, root_only
     secret = root_only / "secret"
     code = f"""
 import os, errno
-f = {str(mnt / 'mine')!r}
+f = {str(mnt / "mine")!r}
 open(f, "w").write("mine")
 os.stat(f)  # the kernel now caches the entry and attributes
-os.unlink({str(backing / 'mine')!r})
-os.symlink({str(secret)!r}, {str(backing / 'mine')!r})
+os.unlink({str(backing / "mine")!r})
+os.symlink({str(secret)!r}, {str(backing / "mine")!r})
 for what, call in (("read", lambda: print("data", open(f).read())),
                    ("chmod", lambda: os.chmod(f, 0o666)),
                    ("truncate", lambda: os.truncate(f, 0))):
@@ -118,9 +118,9 @@ def test_planted_symlinks_stay_symlinks(themis, root_only):
     assert os.readlink(mnt / "outer") == str(root_only / "secret")
     code = f"""
 import os, errno
-print(open({str(mnt / 'inner')!r}).read())
-for what, call in (("read", lambda: open({str(mnt / 'outer')!r}).read()),
-                   ("create", lambda: open({str(mnt / 'outer-dir' / 'x')!r}, "w"))):
+print(open({str(mnt / "inner")!r}).read())
+for what, call in (("read", lambda: open({str(mnt / "outer")!r}).read()),
+                   ("create", lambda: open({str(mnt / "outer-dir" / "x")!r}, "w"))):
     try:
         call()
         print(what, "ok")
@@ -174,13 +174,19 @@ def test_a_4000_byte_path(fuse_root):
 
 
 # -- the tagger ----------------------------------------------------------------------------
-WRITE = ("import os\nwith open(os.environ['OUT'], 'wb') as f:\n"
-         "    f.write(b'x' * int(os.environ['NBYTES']))\n")
+WRITE = (
+    "import os\nwith open(os.environ['OUT'], 'wb') as f:\n"
+    "    f.write(b'x' * int(os.environ['NBYTES']))\n"
+)
 
 
 def claims(job: str, nodes: str = "64") -> dict[str, str]:
-    return {"SLURM_JOB_ID": job, "SLURM_JOBID": job, "SLURM_NNODES": nodes,
-            "SLURM_JOB_NUM_NODES": nodes}
+    return {
+        "SLURM_JOB_ID": job,
+        "SLURM_JOBID": job,
+        "SLURM_NNODES": nodes,
+        "SLURM_JOB_NUM_NODES": nodes,
+    }
 
 
 def shared_dir(mount) -> Path:
@@ -205,9 +211,13 @@ def test_made_up_job_and_size_outside_any_job(themis):
 
 
 def sbatch(cluster, *args: str) -> str:
-    out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", *args],
-                         env=dict(os.environ, **cluster.env), capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        ["sbatch", "--parsable", "-o", "/dev/null", *args],
+        env=dict(os.environ, **cluster.env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().split(";")[0]
 
@@ -215,8 +225,13 @@ def sbatch(cluster, *args: str) -> str:
 def wait_running(cluster, job_id: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True,
-                             text=True, env=dict(os.environ, **cluster.env), timeout=30)
+        out = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, **cluster.env),
+            timeout=30,
+        )
         if out.stdout.strip() == "RUNNING":
             return
         time.sleep(0.2)
@@ -231,12 +246,19 @@ def scancel(cluster, job_id: str) -> None:
 def test_size_claimed_inside_a_real_one_node_job(slurm_cluster, themis):
     """A real 1-node sbatch job that exports SLURM_JOB_NUM_NODES=64: still one node."""
     out = shared_dir(themis) / "in-job"
-    job_id = sbatch(slurm_cluster, "-N", "1", "--wrap",
-                    "export SLURM_NNODES=64 SLURM_JOB_NUM_NODES=64; "
-                    f"python3 -c \"open('{out}', 'wb').write(b'j' * 8192)\"")
+    job_id = sbatch(
+        slurm_cluster,
+        "-N",
+        "1",
+        "--wrap",
+        "export SLURM_NNODES=64 SLURM_JOB_NUM_NODES=64; "
+        f"python3 -c \"open('{out}', 'wb').write(b'j' * 8192)\"",
+    )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and themis.sample(
-            "themis_io_bytes_total", job=job_id, op="write") != 8192.0:
+    while (
+        time.monotonic() < deadline
+        and themis.sample("themis_io_bytes_total", job=job_id, op="write") != 8192.0
+    ):
         time.sleep(0.25)
     assert themis.sample("themis_io_bytes_total", job=job_id, op="write") == 8192.0
     assert themis.sample("themis_job_nodes", job=job_id) == 1.0
@@ -271,8 +293,13 @@ def test_real_jobs_are_found_by_their_cgroup(slurm_cluster):
     job_id = sbatch(slurm_cluster, "-N", "1", "--wrap", "sleep 60")
     try:
         wait_running(slurm_cluster, job_id)
-        out = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True,
-                             env=dict(os.environ, **slurm_cluster.env), timeout=30)
+        out = subprocess.run(
+            ["scontrol", "listpids", job_id],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, **slurm_cluster.env),
+            timeout=30,
+        )
         pids = [int(line.split()[0]) for line in out.stdout.splitlines()[1:] if line.strip()]
         assert pids, out.stdout + out.stderr
         tagger = Tagger(slurm=None)  # nothing to ask: only the cgroup can name the job
@@ -290,14 +317,23 @@ def test_caller_credentials_apply_to_every_change(themis):
     d.mkdir()
     os.chown(d, 0, 4242)
     d.chmod(0o770)
-    code = ("import os, errno\ntry:\n    open(os.environ['P'], 'w').write('m')\n    print('ok')\n"
-            "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
+    code = (
+        "import os, errno\ntry:\n    open(os.environ['P'], 'w').write('m')\n    print('ok')\n"
+        "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+    )
     env = {"P": str(themis.mnt / "team" / "m")}
     stranger = run_as(USER, code, env=env)  # not in group 4242: the kernel refuses already
     assert stranger.stdout.strip() == "EACCES", stranger.stderr
-    out = subprocess.run(["/usr/bin/python3", "-c", code], user=USER, group=USER,
-                         extra_groups=[4242], env=env, capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        ["/usr/bin/python3", "-c", code],
+        user=USER,
+        group=USER,
+        extra_groups=[4242],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.stdout.strip() == "ok", out.stderr  # needs the supplementary group in the daemon
     st = os.stat(d / "m")
     assert (st.st_uid, st.st_gid) == (USER, USER)

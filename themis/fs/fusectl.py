@@ -32,8 +32,12 @@ def _ensure_fusectl() -> bool:
     if any(FUSECTL.iterdir()):
         return True
     # not mounted yet (systemd normally does it at boot: sys-fs-fuse-connections.mount)
-    done = subprocess.run(["mount", "-t", "fusectl", "fusectl", str(FUSECTL)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "fusectl", "fusectl", str(FUSECTL)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         log.warning("cannot mount fusectl on %s: %s", FUSECTL, done.stderr.strip())
         return False
@@ -111,13 +115,19 @@ def clear_dead_mounts(mountpoint: str) -> int:
     while minors := fuse_mounts(mountpoint):
         alive = answers(mountpoint)
         if alive:
-            raise RuntimeError(f"{mountpoint} is already served by a running FUSE daemon "
-                               f"(connection {minors[-1]})")
+            raise RuntimeError(
+                f"{mountpoint} is already served by a running FUSE daemon (connection {minors[-1]})"
+            )
         if alive is None:
-            raise RuntimeError(f"the FUSE daemon of {mountpoint} (connection {minors[-1]}) does "
-                               "not answer; unmount it with 'fusermount3 -u -z' first")
-        log.warning("%s: clearing the dead FUSE mount of a previous daemon (connection %d)",
-                    mountpoint, minors[-1])
+            raise RuntimeError(
+                f"the FUSE daemon of {mountpoint} (connection {minors[-1]}) does "
+                "not answer; unmount it with 'fusermount3 -u -z' first"
+            )
+        log.warning(
+            "%s: clearing the dead FUSE mount of a previous daemon (connection %d)",
+            mountpoint,
+            minors[-1],
+        )
         abort(minors[-1])
         umount_detach(mountpoint)
         cleared += 1

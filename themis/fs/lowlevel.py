@@ -22,6 +22,7 @@ import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("themis.fs")
 
@@ -31,9 +32,16 @@ _FH_OFFSET = 16
 
 Allocate = Callable[[int, int, int, int], int]  # (fh, mode, offset, length) -> errno
 
-_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int,
-                             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-_installed: list[object] = []  # keeps the ctypes callback alive
+_CALLBACK = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_uint64,
+    ctypes.c_int,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+)
+_installed: list[Any] = []  # keeps the ctypes callback alive
 _handler: list[Allocate] = []
 
 
@@ -42,10 +50,11 @@ def _symbols(path: Path, names: set[str]) -> dict[str, int]:
     data = path.read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise ValueError("not an ELF64 little-endian file")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-                for i in range(shnum)]
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
+    ]
     found: dict[str, int] = {}
     for sh in sections:
         if sh[1] != 2:  # SHT_SYMTAB
@@ -103,8 +112,10 @@ def install_fallocate(handler: Allocate) -> bool:
         want = {_SLOTS[slot]: bias + syms[sym] for sym, slot in funcs.items()}
 
         def table_at(offset: int) -> bool:
-            return all(ctypes.c_void_p.from_address(se + offset + i * _SLOT).value == addr
-                       for i, addr in want.items())
+            return all(
+                ctypes.c_void_p.from_address(se + offset + i * _SLOT).value == addr
+                for i, addr in want.items()
+            )
 
         # libfuse's struct fuse_session keeps its copy of the table a few fields in (32 bytes
         # in 3.14); find it by its contents rather than trusting a private layout
@@ -112,8 +123,11 @@ def install_fallocate(handler: Allocate) -> bool:
         if offset is None:
             raise ValueError("the session's operation table was not found")
     except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
-        log.warning("fallocate not passed through (pyfuse3 %s has an unexpected layout: %s)",
-                    getattr(pyfuse3, "__version__", "?"), exc)
+        log.warning(
+            "fallocate not passed through (pyfuse3 %s has an unexpected layout: %s)",
+            getattr(pyfuse3, "__version__", "?"),
+            exc,
+        )
         return False
     if not _installed:
         _installed.append(_CALLBACK(_fallocate))

@@ -114,8 +114,10 @@ class PassthroughFS(pyfuse3.Operations):
         self.keep_cache = keep_cache
         self.act_as_caller = can_switch_credentials()
         if not self.act_as_caller:
-            log.warning("not root or unknown architecture: every request runs with the "
-                        "daemon's own credentials")
+            log.warning(
+                "not root or unknown architecture: every request runs with the "
+                "daemon's own credentials"
+            )
         self._handles: dict[int, Handle | DirHandle] = {}
         self._open: dict[int, set[int]] = {}  # inode -> descriptors open on it
         self._next_fh = 1
@@ -246,21 +248,28 @@ class PassthroughFS(pyfuse3.Operations):
         is_link = stat.S_ISLNK(st.st_mode)
         if fields.update_size:
             with self._as(ctx):
-                os.truncate(open_fd if open_fd is not None else proc_fd(self._not_symlink(inode)),
-                            attr.st_size)
+                os.truncate(
+                    open_fd if open_fd is not None else proc_fd(self._not_symlink(inode)),
+                    attr.st_size,
+                )
         if fields.update_mode:
             if is_link:
                 raise OSError(errno.EOPNOTSUPP, "symlinks have no mode of their own")
             mode, now = stat.S_IMODE(attr.st_mode), stat.S_IMODE(st.st_mode)
             # The kernel clears set-id bits after a write or truncate by a non-owner (it has
             # checked that itself): only that change runs as root.
-            kill_priv = mode != now and (mode | _SUID_SGID) == (now | _SUID_SGID) and not mode & ~now
+            kill_priv = (
+                mode != now and (mode | _SUID_SGID) == (now | _SUID_SGID) and not mode & ~now
+            )
             with contextlib.nullcontext() if kill_priv else self._as(ctx):
                 os.chmod(open_fd if open_fd is not None else proc_fd(node_fd), mode)
         if fields.update_uid or fields.update_gid:
             with self._as(ctx):
-                chown_fd(node_fd, attr.st_uid if fields.update_uid else -1,
-                         attr.st_gid if fields.update_gid else -1)
+                chown_fd(
+                    node_fd,
+                    attr.st_uid if fields.update_uid else -1,
+                    attr.st_gid if fields.update_gid else -1,
+                )
         if fields.update_atime or fields.update_mtime:
             atime = attr.st_atime_ns if fields.update_atime else st.st_atime_ns
             mtime = attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns
@@ -280,8 +289,17 @@ class PassthroughFS(pyfuse3.Operations):
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         sv = os.statvfs(self.inodes.root_fd)
         data = pyfuse3.StatvfsData()
-        for name in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
-                     "f_ffree", "f_favail", "f_namemax"):
+        for name in (
+            "f_bsize",
+            "f_frsize",
+            "f_blocks",
+            "f_bfree",
+            "f_bavail",
+            "f_files",
+            "f_ffree",
+            "f_favail",
+            "f_namemax",
+        ):
             setattr(data, name, getattr(sv, name))
         return data
 
@@ -322,8 +340,12 @@ class PassthroughFS(pyfuse3.Operations):
         check_name(new_name)
         node_fd = self._fd(inode)
         with self._as(ctx):  # /proc/self/fd/N names exactly this inode (a symlink itself too)
-            os.link(proc_fd(node_fd), new_name, dst_dir_fd=self._fd(new_parent_inode),
-                    follow_symlinks=True)
+            os.link(
+                proc_fd(node_fd),
+                new_name,
+                dst_dir_fd=self._fd(new_parent_inode),
+                follow_symlinks=True,
+            )
         st = os.fstat(node_fd)
         inode = self.inodes.add(new_parent_inode, new_name, st, os.dup(node_fd))
         return self._attrs(inode, st)
@@ -355,8 +377,13 @@ class PassthroughFS(pyfuse3.Operations):
         check_name(name_old)
         check_name(name_new)
         with self._as(ctx):
-            renameat2(self._fd(parent_inode_old), name_old, self._fd(parent_inode_new),
-                      name_new, int(flags))
+            renameat2(
+                self._fd(parent_inode_old),
+                name_old,
+                self._fd(parent_inode_new),
+                name_new,
+                int(flags),
+            )
         if flags & RENAME_EXCHANGE:
             self.inodes.exchange(parent_inode_old, name_old, parent_inode_new, name_new)
         else:

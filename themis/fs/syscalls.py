@@ -41,18 +41,27 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 _libc.syscall.restype = ctypes.c_long
 _renameat2 = getattr(_libc, "renameat2", None)
 if _renameat2 is not None:
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                           ctypes.c_uint]
+    _renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     _renameat2.restype = ctypes.c_int
-_libc.fchownat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint,
-                           ctypes.c_int]
+_libc.fchownat.argtypes = [
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_uint,
+    ctypes.c_uint,
+    ctypes.c_int,
+]
 _libc.fallocate64.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
 class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
-                ("resolve", ctypes.c_uint64)]
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
 class _Timespec(ctypes.Structure):
@@ -85,10 +94,26 @@ def check_name(name: bytes) -> None:
 
 # open(2) flags openat2 accepts (it rejects any other bit, such as the kernel-internal ones a
 # FUSE request may carry); O_LARGEFILE is 0 in Python on 64-bit machines but not in the kernel
-_VALID = (os.O_ACCMODE | os.O_CREAT | os.O_EXCL | os.O_NOCTTY | os.O_TRUNC | os.O_APPEND
-          | os.O_NONBLOCK | os.O_SYNC | os.O_DSYNC | getattr(os, "O_ASYNC", 0o20000)
-          | os.O_DIRECT | 0o100000 | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NOATIME
-          | os.O_CLOEXEC | os.O_PATH | os.O_TMPFILE)
+_VALID = (
+    os.O_ACCMODE
+    | os.O_CREAT
+    | os.O_EXCL
+    | os.O_NOCTTY
+    | os.O_TRUNC
+    | os.O_APPEND
+    | os.O_NONBLOCK
+    | os.O_SYNC
+    | os.O_DSYNC
+    | getattr(os, "O_ASYNC", 0o20000)
+    | os.O_DIRECT
+    | 0o100000
+    | os.O_DIRECTORY
+    | os.O_NOFOLLOW
+    | os.O_NOATIME
+    | os.O_CLOEXEC
+    | os.O_PATH
+    | os.O_TMPFILE
+)
 
 
 def open_beneath(dirfd: int, name: bytes, flags: int, mode: int = 0) -> int:
@@ -130,15 +155,20 @@ def renameat2(old_dir: int, old: bytes, new_dir: int, new: bytes, flags: int = 0
 
 def chown_fd(fd: int, uid: int, gid: int) -> None:
     """Change the owner of the inode an (O_PATH) descriptor holds; -1 keeps a field."""
-    if _libc.fchownat(fd, b"", uid & 0xFFFFFFFF, gid & 0xFFFFFFFF,
-                      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0:
+    if (
+        _libc.fchownat(
+            fd, b"", uid & 0xFFFFFFFF, gid & 0xFFFFFFFF, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW
+        )
+        != 0
+    ):
         _raise()
 
 
 def utime_fd(fd: int, atime_ns: int, mtime_ns: int) -> None:
     """Set the times of the inode an (O_PATH) descriptor holds, symlinks included."""
-    times = (_Timespec * 2)(_Timespec(*divmod(atime_ns, 10**9)),
-                            _Timespec(*divmod(mtime_ns, 10**9)))
+    times = (_Timespec * 2)(
+        _Timespec(*divmod(atime_ns, 10**9)), _Timespec(*divmod(mtime_ns, 10**9))
+    )
     if _libc.utimensat(fd, b"", times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0:
         _raise()
 

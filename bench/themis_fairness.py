@@ -2,7 +2,8 @@
 
 Every job is ``--workers`` processes, each with its own ``SLURM_JOB_ID``/``SLURM_NNODES`` and
 uid/gid, writing (or reading) ``--block``-sized requests through the mount for ``--duration``
-seconds after a common start time. Jobs get the same number of processes whatever their size,
+seconds after a common start time (the daemon runs with ``tagging.trust_environment``: no Slurm
+knows these made-up jobs). Jobs get the same number of processes whatever their size,
 so any difference in throughput comes from the scheduler.
 
 One daemon serves all policies: the benchmark rewrites its configuration file and sends SIGHUP
@@ -141,7 +142,9 @@ class Mount:
         self.policy = "fifo"
 
     def _write_config(self, policy: str) -> None:
-        text = (f'log_level = "warning"\n[scheduler]\npolicy = "{policy}"\n'
+        # the jobs are made up (no Slurm knows them): the daemon must believe SLURM_*
+        text = (f'log_level = "warning"\n[tagging]\ntrust_environment = true\n'
+                f'[scheduler]\npolicy = "{policy}"\n'
                 f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
         atomic_write(self.config, text)
 

@@ -51,7 +51,12 @@ class DeviceConfig:
 class TaggingConfig:
     environ_timeout_seconds: float = 0.2
     cache_size: int = 4096
-    slurm_conf: str = ""  # SLURM_CONF for node-count lookups ("" = the environment's)
+    slurm_conf: str = ""  # SLURM_CONF for job lookups ("" = the environment's)
+    slurm_cache_seconds: float = 30.0  # how long Slurm's answer about a job is reused
+    node_name: str = ""  # this node's Slurm name ("" = the short host name)
+    # believe SLURM_JOB_ID (and, for jobs Slurm does not know, SLURM_NNODES) unchecked:
+    # users can then claim any job and size. Off by default; a warning is logged when on.
+    trust_environment: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,8 @@ def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) ->
         )
     if t.cache_size < 1:
         raise _bad(src, "tagging.cache_size", f"must be >= 1, got {t.cache_size}")
+    if not 0 <= t.slurm_cache_seconds <= 3600:
+        raise _bad(src, "tagging.slurm_cache_seconds", f"must be 0..3600, got {t.slurm_cache_seconds}")
     if not 0 <= me.port <= 65535:
         raise _bad(src, "metrics.port", f"must be 0..65535, got {me.port}")
     if me.job_ttl_seconds < 0:

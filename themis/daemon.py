@@ -8,12 +8,11 @@ mounting again, so a restart resumes service.
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import os
+import resource
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -27,13 +26,14 @@ from themis.config import ThemisConfig, load
 from themis.fs import fusectl
 from themis.fs.device import EmulatedDevice
 from themis.fs.io import ScheduledIO
+from themis.fs.lowlevel import install_fallocate
 from themis.fs.operations import PassthroughFS
 from themis.metrics import ThemisMetrics
 from themis.sched.aio import Gate
 from themis.sched.policy import Policy, PolicyError
 from themis.sched.registry import make_dispatcher
 from themis.sched.scheduler import Scheduler
-from themis.tagging import SlurmNodeCount, Tagger
+from themis.tagging import SlurmJobs, Tagger
 
 log = logging.getLogger("themis.daemon")
 
@@ -93,10 +93,14 @@ class Daemon:
         self.scheduler = Scheduler(make_policy(cfg), dispatcher, max_inflight=s.max_inflight,
                                    chunk_bytes=s.chunk_bytes)
         self.metrics = ThemisMetrics(job_ttl=cfg.metrics.job_ttl_seconds)
+        t = cfg.tagging
+        if t.trust_environment:
+            log.warning("%s: tagging.trust_environment is on: any user can claim any job id and "
+                        "size through SLURM_* variables", cfg.source)
         self.tagger = tagger or Tagger(
-            node_count=SlurmNodeCount(cfg.tagging.slurm_conf or None),
-            environ_timeout=cfg.tagging.environ_timeout_seconds,
-            cache_size=cfg.tagging.cache_size)
+            slurm=SlurmJobs(t.slurm_conf or None, ttl=t.slurm_cache_seconds),
+            node_name=t.node_name or None, trust_environment=t.trust_environment,
+            environ_timeout=t.environ_timeout_seconds, cache_size=t.cache_size)
         self.gate = Gate(self.scheduler)
         self.io = ScheduledIO(self.gate, EmulatedDevice(cfg.device.bandwidth_bytes_per_second),
                               self.metrics, io_threads=s.io_threads)
@@ -147,7 +151,7 @@ class Daemon:
 
     def check_backing(self) -> bool:
         """Log (once per change) and export whether the backing directory is there."""
-        ok = os.path.isdir(self.backing)
+        ok = self.ops.refresh_root()
         if ok != self._backing_ok:
             if ok:
                 log.warning("backing directory %s is back", self.backing)
@@ -182,11 +186,12 @@ class Daemon:
 
     def run(self, ready: int | None = None) -> None:
         """Mount, serve until SIGTERM/SIGINT, unmount. ``ready`` is a pipe told "ok" once up."""
-        clear_stale_mount(self.mountpoint)
+        fusectl.clear_dead_mounts(self.mountpoint)
         options = {"fsname=themis", "subtype=themis", "default_permissions"}
         if self.cfg.mount.allow_other:
             options.add("allow_other")
         pyfuse3.init(self.ops, self.mountpoint, options)
+        install_fallocate(self.ops.fallocate)
         try:
             if self.cfg.metrics.port:
                 self._stop_metrics = self.metrics.serve(self.cfg.metrics.port,
@@ -221,17 +226,6 @@ def sd_notify(message: str) -> None:
         log.warning("cannot notify systemd at %s: %s", address, exc)
 
 
-def clear_stale_mount(mountpoint: str) -> None:
-    """Lazily unmount a dead FUSE mount ("Transport endpoint is not connected")."""
-    try:
-        os.stat(mountpoint)
-    except OSError as exc:
-        if exc.errno != errno.ENOTCONN:
-            raise
-        log.warning("%s: clearing the stale mount of a previous daemon", mountpoint)
-        subprocess.run(["fusermount3", "-u", "-z", mountpoint], check=False)
-
-
 def _setup_logging(level: str, path: str | None) -> None:
     handler: logging.Handler = logging.FileHandler(path) if path else logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s themis[%(process)d] %(levelname)s "
@@ -239,6 +233,13 @@ def _setup_logging(level: str, path: str | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def _raise_fd_limit() -> None:
+    """Every inode the kernel holds keeps an O_PATH descriptor open: allow as many as we may."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _detach() -> int | None:
@@ -269,11 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"themis mount: error: {exc}", file=sys.stderr)
         return 2
     for what, path in (("backing directory", args.backing), ("mount point", args.mountpoint)):
-        if not os.path.isdir(path) and not _is_stale(path):
+        if not os.path.isdir(path) and not fusectl.fuse_mounts(path):  # a dead mount is cleared
             print(f"themis mount: error: {what} {path!r} is not a directory", file=sys.stderr)
             return 2
     _setup_logging(args.log_level or cfg.log_level, args.log_file)
     os.umask(0)  # the kernel already applied the caller's umask to every mode we receive
+    _raise_fd_limit()
     ready = None if args.foreground else _detach()
     try:
         Daemon(cfg, args.backing, args.mountpoint, args.config, overrides(args)).run(ready)
@@ -285,11 +287,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"themis mount: error: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-def _is_stale(path: str) -> bool:
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return exc.errno == errno.ENOTCONN
-    return False

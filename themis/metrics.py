@@ -58,6 +58,8 @@ class ThemisMetrics:
                               JOB_LABELS, registry=r)
         self.queued_bytes = Gauge("themis_job_queued_bytes", "Bytes the job has waiting",
                                   JOB_LABELS, registry=r)
+        self.nodes = Gauge("themis_job_nodes", "The job's node count as the policy uses it",
+                           JOB_LABELS, registry=r)
         self.queue_depth = Gauge("themis_queue_depth", "Chunks waiting for dispatch", registry=r)
         self.inflight = Gauge("themis_inflight_chunks", "Chunks running against the backing store",
                               registry=r)
@@ -92,6 +94,7 @@ class ThemisMetrics:
         job = self._job(tag)
         job.open_files += 1
         self.open_files.labels(*self._labels(job.tag)).set(job.open_files)
+        self.nodes.labels(*self._labels(job.tag)).set(job.tag.nodes)
 
     def file_closed(self, tag: JobTag) -> None:
         job = self._job(tag)
@@ -135,7 +138,8 @@ class ThemisMetrics:
                 if job.open_files == 0 and now - job.last_seen >= self.job_ttl]
         for jid in gone:
             labels = self._labels(self._jobs.pop(jid).tag)
-            for gauge in (self.open_files, self.target, self.achieved, self.queued_bytes):
+            for gauge in (self.open_files, self.target, self.achieved, self.queued_bytes,
+                          self.nodes):
                 _remove(gauge, labels)
             for counter in (self.bytes, self.ops):
                 for op in ("read", "write"):

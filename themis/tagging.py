@@ -1,10 +1,21 @@
 """Resolve the process behind a FUSE request to its Slurm job, user, group and job size.
 
-A request carries only a pid (possibly a thread id). We map it to its process (Tgid), then look
-for the job in the process's cgroup (``job_<id>``), then in ``SLURM_JOB_ID`` from its
-environment. A process outside any job gets a per-user pseudo job. Results are cached by
-``(pid, start time)`` so a reused pid cannot inherit an old tag. The /proc root is injectable
-for unit tests, and the Slurm lookup of a job's node count is an injectable callable.
+Users control their environment, so nothing in it is believed unchecked. A request carries only
+a pid (possibly a thread id); we map it to its process (Tgid), then
+
+1. the job comes from the process's cgroup, where slurmstepd (root) put it: only Slurm's own
+   hierarchies count (``/slurm[_NODE]/uid_U/job_J`` of cgroup v1, ``/system.slice/
+   [NODE_]slurmstepd.scope/job_J`` of cgroup v2), not a ``job_J`` a user made in a delegated
+   subtree of their own;
+2. else a ``SLURM_JOB_ID`` in its environment counts only when Slurm confirms that the job is
+   running, belongs to the caller's uid and runs on this node;
+3. else the process gets its user's pseudo job.
+
+The node count always comes from Slurm (through the project's Slurm client, cached), never from
+the environment. A site may set ``tagging.trust_environment`` (logged as a warning): then the
+job id is taken from the environment unchecked, and the node count from the environment only for
+jobs Slurm does not know. Results are cached by ``(pid, start time, uid, gid)`` so a reused pid
+cannot inherit an old tag. The /proc root and the Slurm lookup are injectable for unit tests.
 """
 
 from __future__ import annotations
@@ -15,20 +26,30 @@ import logging
 import os
 import pwd
 import re
+import socket
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
+from hpcbase.slurm import JobInfo
+from hpcbase.slurm.parse import hostlist_contains
 from themis.sched.tags import JobTag
 
 log = logging.getLogger(__name__)
 
-JOB_IN_CGROUP = re.compile(r"/job_(\d+)(?:/|$)")
+# Slurm's cgroup layouts (22.05): v1 /slurm[_NODE]/uid_U/job_J/..., v2
+# /system.slice/[NODE_]slurmstepd.scope/job_J/... Both live where only root can write.
+SLURM_CGROUPS = (
+    re.compile(r"^/slurm(?:_[^/]+)?/uid_\d+/job_(\d+)(?:/|$)"),
+    re.compile(r"^/system\.slice/(?:[^/]+_)?slurmstepd\.scope/job_(\d+)(?:/|$)"),
+)
+JOB_VARS = ("SLURM_JOB_ID", "SLURM_JOBID")
 SIZE_VARS = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
 
-NodeCountLookup = Callable[[str], "int | None"]
+JobLookup = Callable[[str], "JobInfo | None"]
 
 
 PSEUDO_PREFIX = "user-"
@@ -88,30 +109,42 @@ class _Cache(Generic[V]):
         return len(self._items)
 
 
-class SlurmNodeCount:
-    """Ask the project's Slurm client (``mirage.slurm``) for a job's node count.
+class SlurmJobs:
+    """Ask the project's Slurm client (``hpcbase.slurm``) about a job, cached for ``ttl`` s.
 
-    The client is made on first use; any failure (no Slurm, job unknown) gives None.
+    The client is made on first use; any failure (no Slurm, job unknown) gives None. Negative
+    answers are cached too, so made-up job ids cost slurmctld one query per id and ``ttl``.
     """
 
-    def __init__(self, conf: str | None = None) -> None:
+    def __init__(self, conf: str | None = None, ttl: float = 30.0) -> None:
         self.conf = conf
+        self.ttl = ttl
         self._client: object | None = None
         self._lock = threading.Lock()
+        self._answers: _Cache[tuple[float, JobInfo | None]] = _Cache(4096)
 
-    def __call__(self, job_id: str) -> int | None:
+    def __call__(self, job_id: str) -> JobInfo | None:
+        hit = self._answers.get(job_id)
+        if hit is not None and time.monotonic() - hit[0] < self.ttl:
+            return hit[1]
         try:
             from hpcbase.slurm import get_client
 
             with self._lock:
                 if self._client is None:
-                    self._client = get_client("cli", conf=self.conf) if self.conf else get_client()
+                    self._client = get_client("cli", conf=self.conf, min_interval=self.ttl)
                 client = self._client
             info = client.job(int(job_id))  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - Slurm trouble must not fail an open()
             log.warning("Slurm lookup of job %s failed: %s", job_id, exc)
-            return None
-        return int(info.nodes) if info is not None and info.nodes else None
+            info = None
+        self._answers.put(job_id, (time.monotonic(), info))
+        return cast("JobInfo | None", info)
+
+
+def this_node() -> str:
+    """This host's short name: Slurm's node name unless ``tagging.node_name`` says otherwise."""
+    return socket.gethostname().split(".")[0]
 
 
 class Tagger:
@@ -120,12 +153,16 @@ class Tagger:
     def __init__(
         self,
         proc_root: str | os.PathLike[str] = "/proc",
-        node_count: NodeCountLookup | None = None,
+        slurm: JobLookup | None = None,
+        node_name: str | None = None,
+        trust_environment: bool = False,
         environ_timeout: float = 0.2,
         cache_size: int = 4096,
     ) -> None:
         self.proc = Path(proc_root)
-        self.node_count = node_count  # None: SLURM_* variables only, else one node
+        self.slurm = slurm  # None: no Slurm to ask (environment job ids are never confirmed)
+        self.node_name = node_name or this_node()
+        self.trust_environment = trust_environment
         self.environ_timeout = environ_timeout
         self._tags: _Cache[JobTag] = _Cache(cache_size)
         self._sizes: _Cache[int] = _Cache(cache_size)
@@ -150,18 +187,21 @@ class Tagger:
             return None
 
     def job_from_cgroup(self, pid: int) -> str | None:
+        """The job of a process in one of Slurm's cgroup hierarchies (v1 or v2)."""
         try:
             text = (self.proc / str(pid) / "cgroup").read_text()
         except OSError:
             return None
         for line in text.splitlines():
-            match = JOB_IN_CGROUP.search(line.split(":", 2)[-1])
-            if match:
-                return match.group(1)
+            path = line.split(":", 2)[-1]
+            for pattern in SLURM_CGROUPS:
+                match = pattern.match(path)
+                if match:
+                    return match.group(1)
         return None
 
     def environ(self, pid: int) -> dict[str, str]:
-        """The process's environment, or {} when unreadable or slower than the timeout.
+        """The process's SLURM_* variables, or {} when unreadable or slower than the timeout.
 
         Reading another process's environment takes its memory-map lock, which can be held
         for long (e.g. by a page fault on this very file system), hence the timeout.
@@ -182,29 +222,51 @@ class Tagger:
             return {}
         if not result:
             return {}
-        raw = result[0]
         env = {}
-        for item in raw.split(b"\0"):
+        for item in result[0].split(b"\0"):
             key, sep, value = item.partition(b"=")
             if sep and key.startswith(b"SLURM_"):
                 env[key.decode(errors="replace")] = value.decode(errors="replace")
         return env
 
-    def job_size(self, job: str, env: dict[str, str]) -> int:
-        for var in SIZE_VARS:
-            value = env.get(var, "")
-            if value.isdigit() and int(value) > 0:
-                return int(value)
+    # -- Slurm ---------------------------------------------------------------------------
+    def _ask(self, job: str) -> JobInfo | None:
+        if self.slurm is None:
+            return None
+        try:
+            return self.slurm(job)
+        except Exception as exc:  # noqa: BLE001 - an injected lookup must not kill the daemon
+            log.warning("Slurm lookup of job %s failed: %s", job, exc)
+            return None
+
+    def confirms(self, job: str, uid: int) -> bool:
+        """Whether Slurm says ``job`` is running, is ``uid``'s, and runs on this node."""
+        info = self._ask(job)
+        if info is None or not info.running:
+            return False
+        if info.uid is not None:
+            if info.uid != uid:
+                return False
+        elif info.user != user_name(uid):
+            return False
+        return bool(info.node_list) and hostlist_contains(info.node_list or "", self.node_name)
+
+    def job_size(self, job: str, env: dict[str, str] | None = None) -> int:
+        """The job's node count from Slurm (cached); from ``env`` only for a job Slurm does
+        not know, and only when the environment is trusted; else 1."""
         cached = self._sizes.get(job)
         if cached is not None:
             return cached
-        size = None
-        if self.node_count is not None:
-            try:
-                size = self.node_count(job)
-            except Exception as exc:  # noqa: BLE001 - an injected lookup must not kill the daemon
-                log.warning("node-count lookup of job %s failed: %s", job, exc)
-        size = size if size and size > 0 else 1
+        info = self._ask(job)
+        size = info.nodes if info is not None and info.nodes > 0 else None
+        if size is None and self.trust_environment and env:
+            for var in SIZE_VARS:
+                value = env.get(var, "")
+                if value.isdigit() and int(value) > 0:
+                    size = int(value)
+                    break
+        if size is None:
+            size = 1
         self._sizes.put(job, size)
         return size
 
@@ -237,14 +299,28 @@ class Tagger:
         return tag
 
     def _resolve(self, pid: int, uid: int, gid: int) -> JobTag:
+        env: dict[str, str] = {}
         job = self.job_from_cgroup(pid)
-        env = self.environ(pid)
         source = "cgroup"
         if job is None:
-            job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
-            source = "environ"
-        if not job or not job.isdigit():
-            return pseudo_tag(uid, gid)
-        log.debug("pid %d: job %s (from %s)", pid, job, source)
-        return JobTag(job_id=job, user=user_name(uid), group=group_name(gid),
-                      nodes=self.job_size(job, env))
+            env = self.environ(pid)
+            claimed = next((env[v] for v in JOB_VARS if env.get(v)), "")
+            if not claimed.isdigit():
+                return pseudo_tag(uid, gid)
+            if self.trust_environment:
+                job, source = claimed, "environment (trusted by configuration)"
+            elif self.confirms(claimed, uid):
+                job, source = claimed, "environment, confirmed by Slurm"
+            else:
+                log.info(
+                    "pid %d (uid %d) claims job %s, which Slurm does not confirm as its "
+                    "own running job on %s: tagged as its user's pseudo job",
+                    pid,
+                    uid,
+                    claimed,
+                    self.node_name,
+                )
+                return pseudo_tag(uid, gid)
+        nodes = self.job_size(job, env)
+        log.debug("pid %d: job %s (from %s), %d node(s)", pid, job, source, nodes)
+        return JobTag(job_id=job, user=user_name(uid), group=group_name(gid), nodes=nodes)

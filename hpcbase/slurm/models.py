@@ -48,6 +48,8 @@ class JobInfo:
     exit_code: int | None = None
     comment: str | None = None
     partition: str | None = None
+    uid: int | None = None  # the owner's uid, where the source gives it (scontrol, pyslurm)
+    node_list: str | None = None  # allocated nodes as a Slurm hostlist, e.g. "n[01-04]"
 
     @property
     def pending(self) -> bool:

@@ -165,12 +165,14 @@ def _job(
     exit_code: str,
     partition: str,
     comment: str,
+    node_list: str = "",
 ) -> JobInfo:
     st = _field("State", state, lambda s: s.split()[0].rstrip("+").upper())
     pending = st in PENDING_STATES
     finished = not pending and st not in RUNNING_STATES
     user_name = user.strip()
-    user_name = re.sub(r"\(\d+\)$", "", user_name)  # scontrol: "root(0)"
+    uid_match = re.search(r"\((\d+)\)$", user_name)  # scontrol: "root(0)"
+    user_name = re.sub(r"\(\d+\)$", "", user_name)
     return JobInfo(
         id=_field("JobId", jid, _count),
         name=name.strip(),
@@ -188,6 +190,8 @@ def _job(
         exit_code=_field("ExitCode", exit_code, parse_exit_code),
         comment=_text(comment),
         partition=_text(partition),
+        uid=int(uid_match.group(1)) if uid_match else None,
+        node_list=_text(node_list),
     )
 
 
@@ -281,6 +285,7 @@ def job_from_kv(kv: dict[str, str]) -> JobInfo:
         exit_code=g("ExitCode", ""),
         partition=g("Partition", ""),
         comment=g("Comment", ""),
+        node_list=g("NodeList", ""),
     )
 
 
@@ -396,3 +401,27 @@ def parse_sbatch(text: str) -> int:
         if head.isdigit():
             return int(head)
     raise SlurmError(f"sbatch printed no job id: {text.strip()!r}")
+
+
+def _expand_hostlist(expr: str) -> list[str]:
+    """Every host of one Slurm hostlist item such as ``rack[1-2]-n[01-03,7]``."""
+    m = re.search(r"\[([^\]]*)\]", expr)
+    if not m:
+        return [expr]
+    head, tail = expr[: m.start()], expr[m.end() :]
+    hosts = []
+    for rng in m.group(1).split(","):
+        lo, _, hi = rng.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise SlurmError(f"bad hostlist range {rng!r} in {expr!r}")
+        for n in range(int(lo), int(hi or lo) + 1):
+            hosts += [f"{head}{n:0{len(lo)}d}{rest}" for rest in _expand_hostlist(tail)]
+    return hosts
+
+
+def hostlist_contains(hostlist: str, host: str) -> bool:
+    """Whether ``host`` is one of the hosts of a Slurm hostlist (``gpu[001-084],login1``)."""
+    for item in re.split(r",(?![^\[]*\])", hostlist.strip()):
+        if item and host in _expand_hostlist(item):
+            return True
+    return False

@@ -91,6 +91,8 @@ def job_from_pyslurm(j: Any) -> JobInfo:
         exit_code=(128 + int(sig)) if sig else (None if ec is None else int(ec)),
         comment=j.comment or None,
         partition=j.partition or None,
+        uid=None if getattr(j, "user_id", None) is None else int(j.user_id),
+        node_list=getattr(j, "nodes", None) or None,
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.themis.fusehelp import run_as
-from themis.fs.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
+from themis.fs.syscalls import AT_FDCWD, RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 
 pytestmark = pytest.mark.fuse
 
@@ -105,10 +105,10 @@ def test_rename_noreplace_and_exchange(themis):
     p.write_bytes(b"P")
     q.write_bytes(b"Q")
     with pytest.raises(FileExistsError):
-        renameat2(bytes(p), bytes(q), RENAME_NOREPLACE)
-    renameat2(bytes(p), bytes(q), RENAME_EXCHANGE)
+        renameat2(AT_FDCWD, bytes(p), AT_FDCWD, bytes(q), RENAME_NOREPLACE)
+    renameat2(AT_FDCWD, bytes(p), AT_FDCWD, bytes(q), RENAME_EXCHANGE)
     assert p.read_bytes() == b"Q" and q.read_bytes() == b"P"
-    renameat2(bytes(p), bytes(themis.mnt / "r"), RENAME_NOREPLACE)
+    renameat2(AT_FDCWD, bytes(p), AT_FDCWD, bytes(themis.mnt / "r"), RENAME_NOREPLACE)
     assert (themis.mnt / "r").read_bytes() == b"Q"
 
 

@@ -1,5 +1,7 @@
-"""Tagging on a real mount: processes with different SLURM_* environments and uids, and a job
-run through the local real Slurm cluster, show up per job in the Prometheus metrics."""
+"""Tagging on a real mount: processes with different SLURM_* environments and uids (with
+``tagging.trust_environment``, as a site without Slurm on the node would set it), and a job run
+through the local real Slurm cluster, show up per job in the Prometheus metrics. The attacks on
+the tagger (claimed sizes and other users' jobs) are in test_security.py."""
 
 from __future__ import annotations
 
@@ -11,15 +13,28 @@ from pathlib import Path
 import pytest
 
 from tests.themis.fusehelp import run_as, start_themis
-from themis.tagging import SlurmNodeCount
+from themis.tagging import SlurmJobs
 
 pytestmark = pytest.mark.fuse
+
+TRUST = "[tagging]\ntrust_environment = true\n"
 
 WRITE_CODE = ("import os\nwith open(os.environ['OUT'], 'wb') as f:\n"
               "    f.write(b'x' * int(os.environ['NBYTES']))\n")
 
 
-def test_jobs_users_and_sizes_are_tagged(themis):
+@pytest.fixture
+def trusting(fuse_root):
+    """A mount that believes SLURM_* variables (no Slurm knows these made-up jobs)."""
+    config = fuse_root / "trust.toml"
+    config.write_text(TRUST)
+    mount = start_themis(fuse_root, config=config)
+    yield mount
+    mount.stop()
+
+
+def test_jobs_users_and_sizes_are_tagged(trusting):
+    themis = trusting
     shared = themis.mnt / "shared"
     shared.mkdir()
     shared.chmod(0o777)
@@ -37,10 +52,12 @@ def test_jobs_users_and_sizes_are_tagged(themis):
         job = env.get("SLURM_JOB_ID", f"user-{uid}")
         assert themis.sample("themis_io_bytes_total", job=job, user=str(uid), op="write") == nbytes
         assert themis.sample("themis_io_operations_total", job=job, op="write") == 1.0
+        nodes = env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES") or "1"
+        assert themis.sample("themis_job_nodes", job=job) == float(nodes)
     assert os.stat(themis.backing / "shared" / "f2").st_uid == 1002
 
 
-def test_tag_is_kept_with_the_open_file(themis):
+def test_tag_is_kept_with_the_open_file(trusting):
     """A file opened in one job and written by a child with another environment stays tagged
     with the opener's job (reads and writes carry no caller)."""
     code = (
@@ -50,6 +67,7 @@ def test_tag_is_kept_with_the_open_file(themis):
         "child = f'import os; os.write({fd}, bytes(777))'\n"
         "subprocess.run([sys.executable, '-c', child], pass_fds=[fd], env=env, check=True)\n"
     )
+    themis = trusting
     env = {"PATH": "/usr/bin:/bin", "OUT": str(themis.mnt / "inherit"), "SLURM_JOB_ID": "901"}
     out = run_as(0, code, env=env)
     assert out.returncode == 0, out.stderr
@@ -84,13 +102,14 @@ def test_slurm_job_shows_up_in_metrics(themis, slurm_cluster):
 def test_node_count_from_the_slurm_client(slurm_cluster):
     job_id = sbatch(slurm_cluster, "-N", "1", "--wrap", "sleep 20")
     try:
-        lookup = SlurmNodeCount(str(slurm_cluster.conf_path))
+        lookup = SlurmJobs(str(slurm_cluster.conf_path), ttl=0)
         deadline = time.monotonic() + 30
-        nodes = lookup(job_id)
-        while nodes is None and time.monotonic() < deadline:
+        info = lookup(job_id)
+        while (info is None or not info.running) and time.monotonic() < deadline:
             time.sleep(0.5)
-            nodes = lookup(job_id)
-        assert nodes == 1
+            info = lookup(job_id)
+        assert info is not None and info.nodes == 1 and info.uid == os.getuid()
+        assert info.node_list  # the allocated node, checked against this node's name
         assert lookup("999999") is None  # a job Slurm never knew
     finally:
         subprocess.run(["scancel", job_id], env=dict(os.environ, **slurm_cluster.env),
@@ -99,7 +118,7 @@ def test_node_count_from_the_slurm_client(slurm_cluster):
 
 def test_finished_jobs_expire_from_the_metrics(fuse_root):
     config = fuse_root / "themis.toml"
-    config.write_text("[metrics]\njob_ttl_seconds = 1\nupdate_seconds = 0.1\n")
+    config.write_text(TRUST + "[metrics]\njob_ttl_seconds = 1\nupdate_seconds = 0.1\n")
     mount = start_themis(fuse_root, config=config)
     try:
         env = {"PATH": "/usr/bin:/bin", "OUT": str(mount.mnt / "short"), "NBYTES": "100",

@@ -1,4 +1,5 @@
-"""The inode table: paths follow renames of directories, hard links keep one inode."""
+"""The inode table: one O_PATH descriptor per inode, hard links keep one inode, descriptors are
+released when the kernel forgets an inode or its last name is removed."""
 
 from __future__ import annotations
 
@@ -9,68 +10,83 @@ import pytest
 from themis.fs.inodes import ROOT, InodeTable, StaleInode
 
 
-def test_paths_follow_directory_renames(tmp_path):
+def opath(path) -> int:
+    return os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def add(t: InodeTable, parent: int, name: str, path) -> int:
+    fd = opath(path)
+    return t.add(parent, name.encode(), os.fstat(fd), fd)
+
+
+def is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_descriptors_follow_the_file_not_the_name(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "f").write_text("x")
-    t = InodeTable(str(tmp_path))
-    a = t.add(ROOT, b"a", os.lstat(tmp_path / "a"))
-    b = t.add(a, b"b", os.lstat(tmp_path / "a" / "b"))
-    f = t.add(b, b"f", os.lstat(tmp_path / "a" / "b" / "f"))
-    os.rename(tmp_path / "a", tmp_path / "z")
-    t.rename(ROOT, b"a", ROOT, b"z")
-    assert t.path(f) == os.fsencode(tmp_path / "z" / "b" / "f")
+    t = InodeTable(opath(tmp_path))
+    a = add(t, ROOT, "a", tmp_path / "a")
+    b = add(t, a, "b", tmp_path / "a" / "b")
+    os.rename(tmp_path / "a", tmp_path / "z")  # behind the table's back
+    os.symlink("/etc", tmp_path / "a")  # and a symlink where the directory was
+    fd = os.open("f", os.O_RDONLY, dir_fd=t.fd(b))
+    assert os.read(fd, 8) == b"x"
+    os.close(fd)
+    assert t.parent(b) == a and t.parent(a) == ROOT and t.parent(ROOT) == ROOT
 
 
-def test_hard_links_are_one_inode_and_survive_unlink(tmp_path):
+def test_hard_links_are_one_inode_and_release_the_descriptor(tmp_path):
     (tmp_path / "x").write_text("x")
     os.link(tmp_path / "x", tmp_path / "y")
-    t = InodeTable(str(tmp_path))
-    ix = t.add(ROOT, b"x", os.lstat(tmp_path / "x"))
-    iy = t.add(ROOT, b"y", os.lstat(tmp_path / "y"))
-    assert ix == iy
+    t = InodeTable(opath(tmp_path))
+    ix = add(t, ROOT, "x", tmp_path / "x")
+    fd = t.fd(ix)
+    iy = add(t, ROOT, "y", tmp_path / "y")  # the second descriptor is closed at once
+    assert ix == iy and t.fd(ix) == fd
     t.remove_entry(ROOT, b"x")
-    assert t.path(ix) == os.fsencode(tmp_path / "y")
+    assert t.fd(ix) == fd  # still named y
     t.remove_entry(ROOT, b"y")
-    with pytest.raises(StaleInode):
-        t.path(ix)
+    assert t.fd(ix) == -1 and not is_open(fd)  # no name left: the space may be freed
+    assert t.known(ix)  # the kernel still holds it (open files reach it by their own fds)
     t.forget(ix, 2)
     assert not t.known(ix)
+    with pytest.raises(StaleInode):
+        t.fd(ix)
 
 
 def test_rename_over_existing_and_exchange(tmp_path):
     for n in "pq":
         (tmp_path / n).write_text(n)
-    t = InodeTable(str(tmp_path))
-    ip = t.add(ROOT, b"p", os.lstat(tmp_path / "p"))
-    iq = t.add(ROOT, b"q", os.lstat(tmp_path / "q"))
+    t = InodeTable(opath(tmp_path))
+    ip = add(t, ROOT, "p", tmp_path / "p")
+    iq = add(t, ROOT, "q", tmp_path / "q")
     t.exchange(ROOT, b"p", ROOT, b"q")
     assert t.entry(ROOT, b"p") == iq and t.entry(ROOT, b"q") == ip
     t.rename(ROOT, b"p", ROOT, b"q")  # q (ip) is replaced by iq
     assert t.entry(ROOT, b"q") == iq and t.entry(ROOT, b"p") is None
     with pytest.raises(StaleInode):
-        t.path(ip)  # still known (kernel lookups) but nameless
+        t.parent(ip)  # still known (kernel lookups) but nameless
     t.forget(ip, 1)
     assert not t.known(ip)
 
 
-def test_forget_keeps_parents_of_known_entries(tmp_path):
+def test_forget_keeps_parents_of_known_entries_and_closes(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f").write_text("")
-    t = InodeTable(str(tmp_path))
-    d = t.add(ROOT, b"d", os.lstat(tmp_path / "d"))
-    f = t.add(d, b"f", os.lstat(tmp_path / "d" / "f"))
+    t = InodeTable(opath(tmp_path))
+    d = add(t, ROOT, "d", tmp_path / "d")
+    f = add(t, d, "f", tmp_path / "d" / "f")
+    dfd, ffd = t.fd(d), t.fd(f)
     t.forget(d, 1)
-    assert t.known(d)  # f still refers to it
+    assert t.known(d) and is_open(dfd)  # f still refers to it
     t.forget(f, 1)
     assert not t.known(f) and not t.known(d)
+    assert not is_open(dfd) and not is_open(ffd)
     assert len(t) == 1  # only the root
-
-
-def test_reused_backing_inode_gets_a_new_fuse_inode(tmp_path):
-    (tmp_path / "old").write_text("")
-    t = InodeTable(str(tmp_path))
-    st = os.lstat(tmp_path / "old")
-    old = t.add(ROOT, b"old", st)
-    t.remove_entry(ROOT, b"old")  # unlinked while the kernel still holds it
-    new = t.add(ROOT, b"new", st)  # same (dev, ino) now belongs to another file
-    assert new != old
+    t.close_all()

@@ -1,15 +1,19 @@
-"""The mapping between FUSE inode numbers and names in the backing directory.
+"""The mapping between FUSE inode numbers and files of the backing directory.
 
-Each FUSE inode stands for one backing file (keyed by its ``(st_dev, st_ino)``) and remembers
-the directory entries ``(parent inode, name)`` that lead to it, so a path is rebuilt by walking
-up to the root. Renaming a directory therefore moves everything below it, and a hard-linked file
-keeps one inode with several entries. Records live while the kernel holds a lookup reference.
+Each FUSE inode stands for one backing file (keyed by its ``(st_dev, st_ino)``) and holds an
+``O_PATH`` descriptor of it, so every operation starts from that exact file and never resolves
+a path (libfuse's passthrough_hp does the same). It also remembers the directory entries
+``(parent inode, name)`` that lead to it: the kernel's ``..`` lookups are answered from them,
+and a hard-linked file keeps one inode with several entries. Records (and descriptors) live
+while the kernel holds a lookup reference or a known entry lies below them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import stat
 from dataclasses import dataclass, field
 
 ROOT = 1  # pyfuse3.ROOT_INODE
@@ -25,16 +29,17 @@ class StaleInode(OSError):
 @dataclass
 class Node:
     key: tuple[int, int] | None
+    fd: int  # O_PATH | O_NOFOLLOW descriptor of the backing file
+    kind: int  # stat.S_IFMT of the file
     links: set[tuple[int, bytes]] = field(default_factory=set)
     lookups: int = 0
 
 
 class InodeTable:
-    """FUSE inode numbers <-> backing paths; see the module docstring."""
+    """FUSE inode numbers <-> backing files; see the module docstring."""
 
-    def __init__(self, root: str) -> None:
-        self.root = os.fsencode(os.path.abspath(root))
-        self._nodes: dict[int, Node] = {ROOT: Node(key=None, lookups=1)}
+    def __init__(self, root_fd: int) -> None:
+        self._nodes: dict[int, Node] = {ROOT: Node(None, root_fd, stat.S_IFDIR, lookups=1)}
         self._by_key: dict[tuple[int, int], int] = {}
         self._entries: dict[tuple[int, bytes], int] = {}
         self._children: dict[int, int] = {}  # parent inode -> number of known entries in it
@@ -43,27 +48,55 @@ class InodeTable:
     def __len__(self) -> int:
         return len(self._nodes)
 
-    def path(self, inode: int) -> bytes:
-        """A backing path of ``inode`` (any of its hard links)."""
-        parts: list[bytes] = []
-        while inode != ROOT:
-            node = self._nodes.get(inode)
-            if node is None or not node.links:
-                raise StaleInode(inode)
-            inode, name = min(node.links)
-            parts.append(name)
-            if len(parts) > 4096:
-                raise OSError(errno.ELOOP, "inode table cycle")
-        return os.path.join(self.root, *reversed(parts)) if parts else self.root
+    def fd(self, inode: int) -> int:
+        """The O_PATH descriptor of ``inode``'s backing file (-1 once it has no name left)."""
+        node = self._nodes.get(inode)
+        if node is None:
+            raise StaleInode(inode)
+        return node.fd
 
-    def child(self, parent: int, name: bytes) -> bytes:
-        return os.path.join(self.path(parent), name)
+    def kind(self, inode: int) -> int:
+        node = self._nodes.get(inode)
+        if node is None:
+            raise StaleInode(inode)
+        return node.kind
+
+    def parent(self, inode: int) -> int:
+        """The directory an entry of ``inode`` lies in (the root for the root)."""
+        if inode == ROOT:
+            return ROOT
+        node = self._nodes.get(inode)
+        if node is None or not node.links:
+            raise StaleInode(inode)
+        return min(node.links)[0]
+
+    def entry_of(self, inode: int) -> tuple[int, bytes]:
+        """One directory entry ``(parent inode, name)`` of ``inode``."""
+        node = self._nodes.get(inode)
+        if node is None or not node.links:
+            raise StaleInode(inode)
+        return min(node.links)
+
+    @property
+    def root_fd(self) -> int:
+        return self._nodes[ROOT].fd
+
+    def set_root_fd(self, fd: int) -> None:
+        """Serve a new backing root (the old one was removed and made again)."""
+        root = self._nodes[ROOT]
+        old, root.fd = root.fd, fd
+        with contextlib.suppress(OSError):
+            os.close(old)
 
     def known(self, inode: int) -> bool:
         return inode in self._nodes
 
-    def add(self, parent: int, name: bytes, st: os.stat_result, lookups: int = 1) -> int:
-        """Record entry ``name`` in ``parent`` for the file ``st``; returns its inode."""
+    def add(self, parent: int, name: bytes, st: os.stat_result, fd: int, lookups: int = 1) -> int:
+        """Record entry ``name`` in ``parent`` for the file ``st`` opened as ``fd``.
+
+        Returns its inode. The table owns ``fd`` from now on: it is closed at once when the
+        file already has an inode (whose descriptor is kept).
+        """
         key = (st.st_dev, st.st_ino)
         inode = self._by_key.get(key)
         old = self._entries.get((parent, name))
@@ -72,8 +105,12 @@ class InodeTable:
         if inode is None:
             inode = self._next
             self._next += 1
-            self._nodes[inode] = Node(key=key)
+            self._nodes[inode] = Node(key=key, fd=fd, kind=stat.S_IFMT(st.st_mode))
             self._by_key[key] = inode
+        elif self._nodes[inode].fd < 0:
+            self._nodes[inode].fd = fd
+        elif fd != self._nodes[inode].fd:
+            os.close(fd)
         node = self._nodes[inode]
         self._link(inode, parent, name)
         node.lookups += lookups
@@ -111,12 +148,14 @@ class InodeTable:
         if inode is None:
             return
         self._unlink(inode, parent, name)
-        node = self._nodes[inode]
-        if not node.links and node.key is not None:
-            # No entry left: a new file may reuse the backing inode number.
-            if self._by_key.get(node.key) == inode:
-                del self._by_key[node.key]
-            node.key = None
+        node = self._nodes.get(inode)
+        if node is not None and not node.links and node.kind != stat.S_IFDIR and node.fd >= 0:
+            # Its last known name is gone: our descriptor must not keep the file's space
+            # allocated. Files still open are reached through their open descriptors; a name
+            # we did not know (a hard link) gives the record a descriptor again on lookup.
+            with contextlib.suppress(OSError):
+                os.close(node.fd)
+            node.fd = -1
         self._drop_if_unused(inode)
 
     def rename(self, parent_old: int, old: bytes, parent_new: int, new: bytes) -> None:
@@ -165,3 +204,17 @@ class InodeTable:
                 self._drop_if_unused(parent)
         if node.key is not None and self._by_key.get(node.key) == inode:
             del self._by_key[node.key]
+        if node.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(node.fd)
+
+    def close_all(self) -> None:
+        """Close every descriptor (after unmount)."""
+        for node in self._nodes.values():
+            if node.fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(node.fd)
+        self._nodes.clear()
+        self._by_key.clear()
+        self._entries.clear()
+        self._children.clear()

@@ -1,9 +1,17 @@
 """The pyfuse3 passthrough of a backing directory, with every open file tagged with its job.
 
-Metadata calls go straight to the backing store (short syscalls: threads cost more than they
-save here). Reads and writes go through ``io`` (the fair scheduler); fsync, which really blocks,
-runs in a worker thread. Files and directories are created with the caller's uid/gid; the kernel
-enforces permissions (``default_permissions``).
+The daemon runs as root in front of directories that users can also change directly, so it
+never resolves a path: every inode holds an ``O_PATH | O_NOFOLLOW`` descriptor of its backing
+file (:mod:`themis.fs.inodes`), names the kernel sends are opened one component at a time
+beneath their directory's descriptor (``openat2`` with ``RESOLVE_BENEATH |
+RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS``, :func:`~themis.fs.syscalls.open_beneath`), and
+whatever creates, removes, renames, opens or changes a file runs with the caller's fsuid, fsgid
+and supplementary groups (:func:`~themis.fs.syscalls.acting_as`), so the backing file system
+checks permissions as it would for the caller. See docs/themis.md, "Security".
+
+Metadata calls run on the event loop (short syscalls: threads cost more than they save here).
+Reads and writes go through ``io`` (the fair scheduler); fsync, which really blocks, runs in a
+worker thread. The kernel enforces permissions first (``default_permissions``).
 """
 
 from __future__ import annotations
@@ -20,12 +28,26 @@ from typing import Protocol, cast
 import pyfuse3
 import trio
 
+from themis.fs.caller import caller_of
 from themis.fs.errors import fuse_errors
-from themis.fs.inodes import ROOT, InodeTable, StaleInode
-from themis.fs.syscalls import RENAME_EXCHANGE, renameat2
+from themis.fs.inodes import ROOT, InodeTable
+from themis.fs.syscalls import (
+    RENAME_EXCHANGE,
+    acting_as,
+    can_switch_credentials,
+    check_name,
+    chown_fd,
+    fallocate,
+    open_beneath,
+    proc_fd,
+    renameat2,
+    utime_fd,
+)
 from themis.tagging import JobTag, Tagger
 
 log = logging.getLogger("themis.fs")
+
+_SUID_SGID = stat.S_ISUID | stat.S_ISGID
 
 
 class RequestIO(Protocol):
@@ -54,7 +76,13 @@ class Handle:
 @dataclass
 class DirHandle:
     inode: int
+    fd: int  # the open directory (names are opened beneath it)
     names: list[bytes] = field(default_factory=list)
+
+
+def _open_root(backing: str) -> int:
+    """The backing root, named by the administrator (the only path the daemon resolves)."""
+    return os.open(backing, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
 class PassthroughFS(pyfuse3.Operations):
@@ -75,7 +103,8 @@ class PassthroughFS(pyfuse3.Operations):
         keep_cache: bool = False,
     ) -> None:
         super().__init__()
-        self.inodes = InodeTable(backing)
+        self.backing = os.path.abspath(backing)
+        self.inodes = InodeTable(_open_root(self.backing))
         self.io = io
         self.tagger = tagger
         self.activity = activity
@@ -83,8 +112,14 @@ class PassthroughFS(pyfuse3.Operations):
         self.entry_timeout = entry_timeout
         self.xattrs = xattrs
         self.keep_cache = keep_cache
+        self.act_as_caller = can_switch_credentials()
+        if not self.act_as_caller:
+            log.warning(
+                "not root or unknown architecture: every request runs with the "
+                "daemon's own credentials"
+            )
         self._handles: dict[int, Handle | DirHandle] = {}
-        self._open_fds: dict[int, set[int]] = {}  # inode -> fds open on it (stat after unlink)
+        self._open: dict[int, set[int]] = {}  # inode -> descriptors open on it
         self._next_fh = 1
 
     # -- helpers -------------------------------------------------------------------------
@@ -107,17 +142,38 @@ class PassthroughFS(pyfuse3.Operations):
         attr.st_ctime_ns = st.st_ctime_ns
         return attr
 
-    def _stat(self, inode: int) -> os.stat_result:
-        try:
-            return os.lstat(self.inodes.path(inode))
-        except (StaleInode, FileNotFoundError):
-            fds = self._open_fds.get(inode)
-            if fds:  # an open file whose last name is gone
-                return os.fstat(next(iter(fds)))
-            raise
+    def _as(self, ctx: pyfuse3.RequestContext) -> contextlib.AbstractContextManager[None]:
+        """Act as the caller for the (synchronous) calls inside; see syscalls.acting_as."""
+        if not self.act_as_caller or ctx.uid == 0:
+            return contextlib.nullcontext()
+        who = caller_of(ctx.pid, ctx.uid, ctx.gid)
+        return acting_as(who.uid, who.gid, who.groups)
 
-    def _entry(self, parent: int, name: bytes, st: os.stat_result) -> pyfuse3.EntryAttributes:
-        return self._attrs(self.inodes.add(parent, name, st), st)
+    def _fd(self, inode: int) -> int:
+        """The inode's O_PATH descriptor, or for an unlinked file one of its open ones."""
+        fd = self.inodes.fd(inode)
+        if fd >= 0:
+            return fd
+        fds = self._open.get(inode)
+        if fds:
+            return next(iter(fds))
+        raise OSError(errno.ESTALE, "file removed")
+
+    def _not_symlink(self, inode: int) -> int:
+        """The descriptor of a file that is not a symlink (only those are reopened via /proc)."""
+        if self.inodes.kind(inode) == stat.S_IFLNK:
+            raise OSError(errno.ELOOP, "a symlink")
+        return self._fd(inode)
+
+    def _entry(self, parent: int, name: bytes) -> pyfuse3.EntryAttributes:
+        """Look ``name`` up beneath ``parent`` (never following it) and record its inode."""
+        fd = open_beneath(self._fd(parent), name, os.O_PATH)
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return self._attrs(self.inodes.add(parent, name, st, fd), st)
 
     def _new_fh(self, handle: Handle | DirHandle) -> int:
         fh = self._next_fh
@@ -131,51 +187,42 @@ class PassthroughFS(pyfuse3.Operations):
             raise OSError(errno.EBADF, "bad file handle")
         return handle
 
-    def _owner_of_new(self, parent_path: bytes, ctx: pyfuse3.RequestContext) -> tuple[int, int]:
-        """uid/gid for a new entry: the caller's, or the directory's group when it is setgid."""
-        gid = ctx.gid
-        try:
-            pst = os.stat(parent_path)
-            if pst.st_mode & stat.S_ISGID:
-                gid = pst.st_gid
-        except OSError:
-            pass
-        return ctx.uid, gid
-
-    def _chown_new(self, path: bytes, parent: int, ctx: pyfuse3.RequestContext) -> None:
-        uid, gid = self._owner_of_new(self.inodes.path(parent), ctx)
-        if (uid, gid) != (os.geteuid(), os.getegid()):
-            os.lchown(path, uid, gid)
-
     async def _tag(self, ctx: pyfuse3.RequestContext) -> JobTag:
         tag = self.tagger.cached(ctx.pid, ctx.uid, ctx.gid)
-        if tag is None:  # reading /proc/pid/environ may block: keep it off the event loop
+        if tag is None:  # reading /proc/pid/environ or asking Slurm may block: off the loop
             tag = await trio.to_thread.run_sync(self.tagger.tag, ctx.pid, ctx.uid, ctx.gid)
         return tag
 
     def _opened(self, fd: int, inode: int, tag: JobTag) -> int:
-        self._open_fds.setdefault(inode, set()).add(fd)
+        self._open.setdefault(inode, set()).add(fd)
         if self.activity is not None:
             self.activity.file_opened(tag)
         return self._new_fh(Handle(fd, inode, tag))
+
+    def refresh_root(self) -> bool:
+        """Whether the backing directory is there; a directory made again is served anew."""
+        try:
+            st = os.stat(self.backing)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        held = os.fstat(self.inodes.root_fd)
+        if (held.st_dev, held.st_ino) != (st.st_dev, st.st_ino):
+            self.inodes.set_root_fd(_open_root(self.backing))
+        return True
 
     # -- lookups and attributes ----------------------------------------------------------
     @fuse_errors
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        if name in (b".", b".."):
-            path = self.inodes.path(parent_inode)
-            if name == b"..":
-                path = os.path.dirname(path) if parent_inode != ROOT else path
-            st = os.lstat(path)
-            inode = ROOT if path == self.inodes.root else self.inodes.inode_of(st)
-            if inode is None:
-                raise OSError(errno.ESTALE, "unknown parent")
+        if name in (b".", b".."):  # answered from the table: never a walk up the backing tree
+            inode = parent_inode if name == b"." else self.inodes.parent(parent_inode)
+            st = os.fstat(self._fd(inode))
             self.inodes.ref(inode)
             return self._attrs(inode, st)
-        path = self.inodes.child(parent_inode, name)
-        return self._entry(parent_inode, name, os.lstat(path))
+        return self._entry(parent_inode, name)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
@@ -183,7 +230,7 @@ class PassthroughFS(pyfuse3.Operations):
 
     @fuse_errors
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        return self._attrs(inode, self._stat(inode))
+        return self._attrs(inode, os.fstat(self._fd(inode)))
 
     @fuse_errors
     async def setattr(
@@ -194,90 +241,127 @@ class PassthroughFS(pyfuse3.Operations):
         fh: int | None,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
-        fd = self._file(fh).fd if fh is not None and fh in self._handles else None
-        if fd is not None:  # ftruncate(2), fchmod(2), ...: work on the open file
-            self._set(fd, attr, fields, os.fstat(fd))
-            return self._attrs(inode, os.fstat(fd))
-        path = self.inodes.path(inode)
-        self._set(path, attr, fields, os.lstat(path))
-        return self._attrs(inode, self._stat(inode))
-
-    @staticmethod
-    def _set(target: bytes | int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
-             st: os.stat_result) -> None:
-        """Apply the changed fields to a path (never following a symlink) or an open fd."""
+        node_fd = self._fd(inode)
+        handle = self._handles.get(fh) if fh is not None else None
+        open_fd = handle.fd if isinstance(handle, Handle) else None
+        st = os.fstat(node_fd)
         is_link = stat.S_ISLNK(st.st_mode)
-        follow = isinstance(target, int)
         if fields.update_size:
-            os.truncate(target, attr.st_size)
-        if fields.update_mode and not is_link:
-            os.chmod(target, stat.S_IMODE(attr.st_mode))
+            with self._as(ctx):
+                os.truncate(
+                    open_fd if open_fd is not None else proc_fd(self._not_symlink(inode)),
+                    attr.st_size,
+                )
+        if fields.update_mode:
+            if is_link:
+                raise OSError(errno.EOPNOTSUPP, "symlinks have no mode of their own")
+            mode, now = stat.S_IMODE(attr.st_mode), stat.S_IMODE(st.st_mode)
+            # The kernel clears set-id bits after a write or truncate by a non-owner (it has
+            # checked that itself): only that change runs as root.
+            kill_priv = (
+                mode != now and (mode | _SUID_SGID) == (now | _SUID_SGID) and not mode & ~now
+            )
+            with contextlib.nullcontext() if kill_priv else self._as(ctx):
+                os.chmod(open_fd if open_fd is not None else proc_fd(node_fd), mode)
         if fields.update_uid or fields.update_gid:
-            uid = attr.st_uid if fields.update_uid else -1
-            gid = attr.st_gid if fields.update_gid else -1
-            os.chown(target, uid, gid, follow_symlinks=follow)
+            with self._as(ctx):
+                chown_fd(
+                    node_fd,
+                    attr.st_uid if fields.update_uid else -1,
+                    attr.st_gid if fields.update_gid else -1,
+                )
         if fields.update_atime or fields.update_mtime:
             atime = attr.st_atime_ns if fields.update_atime else st.st_atime_ns
             mtime = attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns
-            os.utime(target, ns=(atime, mtime), follow_symlinks=follow)
+            # pyfuse3 turns UTIME_NOW into the current time. The kernel lets a non-owner
+            # through only for UTIME_NOW with write access (explicit times need ownership),
+            # and only the owner may set explicit times: a non-owner's request runs as root.
+            owner = ctx.uid in (0, st.st_uid)
+            with self._as(ctx) if owner else contextlib.nullcontext():
+                utime_fd(node_fd, atime, mtime)
+        return self._attrs(inode, os.fstat(node_fd))
 
     @fuse_errors
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
-        return os.readlink(self.inodes.path(inode))
+        return os.fsencode(os.readlink(b"", dir_fd=self._fd(inode)))
 
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        sv = os.statvfs(self.inodes.root)
+        sv = os.statvfs(self.inodes.root_fd)
         data = pyfuse3.StatvfsData()
-        for name in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
-                     "f_ffree", "f_favail", "f_namemax"):
+        for name in (
+            "f_bsize",
+            "f_frsize",
+            "f_blocks",
+            "f_bfree",
+            "f_bavail",
+            "f_files",
+            "f_ffree",
+            "f_favail",
+            "f_namemax",
+        ):
             setattr(data, name, getattr(sv, name))
         return data
 
-    # -- namespace changes ---------------------------------------------------------------
+    # -- namespace changes (as the caller) -----------------------------------------------
     @fuse_errors
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        path = self.inodes.child(parent_inode, name)
-        os.mknod(path, mode, rdev)
-        self._chown_new(path, parent_inode, ctx)
-        return self._entry(parent_inode, name, os.lstat(path))
+        check_name(name)
+        if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and ctx.uid != 0:
+            raise OSError(errno.EPERM, "device nodes need CAP_MKNOD")  # the kernel checks too
+        with self._as(ctx):
+            os.mknod(name, mode, rdev, dir_fd=self._fd(parent_inode))
+        return self._entry(parent_inode, name)
 
     @fuse_errors
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        path = self.inodes.child(parent_inode, name)
-        os.mkdir(path, mode)
-        self._chown_new(path, parent_inode, ctx)
-        return self._entry(parent_inode, name, os.lstat(path))
+        check_name(name)
+        with self._as(ctx):
+            os.mkdir(name, mode, dir_fd=self._fd(parent_inode))
+        return self._entry(parent_inode, name)
 
     @fuse_errors
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        path = self.inodes.child(parent_inode, name)
-        os.symlink(target, path)
-        self._chown_new(path, parent_inode, ctx)
-        return self._entry(parent_inode, name, os.lstat(path))
+        check_name(name)
+        with self._as(ctx):
+            os.symlink(target, name, dir_fd=self._fd(parent_inode))
+        return self._entry(parent_inode, name)
 
     @fuse_errors
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        path = self.inodes.child(new_parent_inode, new_name)
-        os.link(self.inodes.path(inode), path, follow_symlinks=False)
-        return self._entry(new_parent_inode, new_name, os.lstat(path))
+        check_name(new_name)
+        node_fd = self._fd(inode)
+        with self._as(ctx):  # /proc/self/fd/N names exactly this inode (a symlink itself too)
+            os.link(
+                proc_fd(node_fd),
+                new_name,
+                dst_dir_fd=self._fd(new_parent_inode),
+                follow_symlinks=True,
+            )
+        st = os.fstat(node_fd)
+        inode = self.inodes.add(new_parent_inode, new_name, st, os.dup(node_fd))
+        return self._attrs(inode, st)
 
     @fuse_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        os.unlink(self.inodes.child(parent_inode, name))
+        check_name(name)
+        with self._as(ctx):
+            os.unlink(name, dir_fd=self._fd(parent_inode))
         self.inodes.remove_entry(parent_inode, name)
 
     @fuse_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        os.rmdir(self.inodes.child(parent_inode, name))
+        check_name(name)
+        with self._as(ctx):
+            os.rmdir(name, dir_fd=self._fd(parent_inode))
         self.inodes.remove_entry(parent_inode, name)
 
     @fuse_errors
@@ -290,9 +374,16 @@ class PassthroughFS(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
-        old = self.inodes.child(parent_inode_old, name_old)
-        new = self.inodes.child(parent_inode_new, name_new)
-        renameat2(old, new, int(flags))
+        check_name(name_old)
+        check_name(name_new)
+        with self._as(ctx):
+            renameat2(
+                self._fd(parent_inode_old),
+                name_old,
+                self._fd(parent_inode_new),
+                name_new,
+                int(flags),
+            )
         if flags & RENAME_EXCHANGE:
             self.inodes.exchange(parent_inode_old, name_old, parent_inode_new, name_new)
         else:
@@ -301,8 +392,11 @@ class PassthroughFS(pyfuse3.Operations):
     # -- files ---------------------------------------------------------------------------
     @fuse_errors
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
-        tag = await self._tag(ctx)
-        fd = os.open(self.inodes.path(inode), flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY))
+        tag = await self._tag(ctx)  # before acting as the caller: it may await
+        node_fd = self._not_symlink(inode)
+        flags = (flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY | os.O_NOFOLLOW)) | os.O_CLOEXEC
+        with self._as(ctx):  # reopens exactly this inode, checked as the caller
+            fd = os.open(proc_fd(node_fd), flags)
         fh = cast(pyfuse3.FileHandleT, self._opened(fd, inode, tag))
         return pyfuse3.FileInfo(fh=fh, keep_cache=self.keep_cache)
 
@@ -311,13 +405,12 @@ class PassthroughFS(pyfuse3.Operations):
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         tag = await self._tag(ctx)
-        path = self.inodes.child(parent_inode, name)
-        fd = os.open(path, flags | os.O_CREAT, mode)
+        with self._as(ctx):
+            fd = open_beneath(self._fd(parent_inode), name, flags | os.O_CREAT, mode)
         try:
-            uid, gid = self._owner_of_new(self.inodes.path(parent_inode), ctx)
-            if (uid, gid) != (os.geteuid(), os.getegid()):
-                os.fchown(fd, uid, gid)
-            attrs = self._entry(parent_inode, name, os.fstat(fd))
+            st = os.fstat(fd)
+            path_fd = os.open(proc_fd(fd), os.O_PATH | os.O_CLOEXEC)
+            attrs = self._attrs(self.inodes.add(parent_inode, name, st, path_fd), st)
         except BaseException:
             os.close(fd)
             raise
@@ -343,16 +436,27 @@ class PassthroughFS(pyfuse3.Operations):
         sync = os.fdatasync if datasync else os.fsync
         await trio.to_thread.run_sync(sync, self._file(fh).fd)
 
+    def fallocate(self, fh: int, mode: int, offset: int, length: int) -> int:
+        """fallocate(2) on an open file (called by themis.fs.lowlevel); returns an errno."""
+        handle = self._handles.get(fh)
+        if not isinstance(handle, Handle):
+            return errno.EBADF
+        try:
+            fallocate(handle.fd, mode, offset, length)
+        except OSError as exc:
+            return exc.errno or errno.EIO
+        return 0
+
     @fuse_errors
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if not isinstance(handle, Handle):
             return
-        fds = self._open_fds.get(handle.inode)
+        fds = self._open.get(handle.inode)
         if fds is not None:
             fds.discard(handle.fd)
             if not fds:
-                del self._open_fds[handle.inode]
+                del self._open[handle.inode]
         if self.activity is not None:
             self.activity.file_closed(handle.tag)
         os.close(handle.fd)
@@ -360,71 +464,96 @@ class PassthroughFS(pyfuse3.Operations):
     # -- directories ---------------------------------------------------------------------
     @fuse_errors
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        names = sorted(os.listdir(self.inodes.path(inode)))
-        return self._new_fh(DirHandle(inode, names))
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=self._fd(inode))
+        try:
+            names = sorted(os.fsencode(n) for n in os.listdir(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return self._new_fh(DirHandle(inode, fd, names))
 
     @fuse_errors
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         handle = self._handles.get(fh)
         if not isinstance(handle, DirHandle):
             raise OSError(errno.EBADF, "bad directory handle")
-        parent_path = self.inodes.path(handle.inode)
         for index in range(start_id, len(handle.names)):
             name = handle.names[index]
             try:
-                st = os.lstat(os.path.join(parent_path, name))
+                fd = open_beneath(handle.fd, name, os.O_PATH)
             except FileNotFoundError:
                 continue  # removed since opendir
-            inode = self.inodes.add(handle.inode, name, st)
+            try:
+                st = os.fstat(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            inode = self.inodes.add(handle.inode, name, st, fd)
             if not pyfuse3.readdir_reply(token, name, self._attrs(inode, st), index + 1):
                 self.inodes.forget(inode, 1)
                 break
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:
-        self._handles.pop(fh, None)
+        handle = self._handles.pop(fh, None)
+        if isinstance(handle, DirHandle):
+            os.close(handle.fd)
 
     @fuse_errors
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
         handle = self._handles.get(fh)
         if isinstance(handle, DirHandle):
-            fd = os.open(self.inodes.path(handle.inode), os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                await trio.to_thread.run_sync(os.fsync, fd)
-            finally:
-                os.close(fd)
+            await trio.to_thread.run_sync(os.fsync, handle.fd)
 
     # -- extended attributes -------------------------------------------------------------
-    def _xattr_path(self, inode: int) -> bytes:
+    def _xattr_target(self, inode: int) -> tuple[str, bool]:
+        """A path reaching exactly this inode, and whether to follow its last component.
+
+        A file is reached through its own descriptor (/proc/self/fd/N). A symlink has no such
+        way (the magic link would go on into the link's target), so it is reached as its name
+        inside its directory's descriptor, never followed.
+        """
         if not self.xattrs:
             raise OSError(errno.ENOSYS, "extended attributes are switched off")
-        return self.inodes.path(inode)
+        if self.inodes.kind(inode) != stat.S_IFLNK:
+            return proc_fd(self._fd(inode)), True
+        parent, name = self.inodes.entry_of(inode)
+        return f"{proc_fd(self._fd(parent))}/{os.fsdecode(name)}", False
 
     @fuse_errors
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
-        os.setxattr(self._xattr_path(inode), name, value, follow_symlinks=False)
+        target, follow = self._xattr_target(inode)
+        with self._as(ctx):
+            os.setxattr(target, name, value, follow_symlinks=follow)
 
     @fuse_errors
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        return os.getxattr(self._xattr_path(inode), name, follow_symlinks=False)
+        target, follow = self._xattr_target(inode)
+        return os.getxattr(target, name, follow_symlinks=follow)
 
     @fuse_errors
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
-        names = os.listxattr(self._xattr_path(inode), follow_symlinks=False)
+        target, follow = self._xattr_target(inode)
+        names = os.listxattr(target, follow_symlinks=follow)
         return [os.fsencode(n) for n in names]
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        os.removexattr(self._xattr_path(inode), name, follow_symlinks=False)
+        target, follow = self._xattr_target(inode)
+        with self._as(ctx):
+            os.removexattr(target, name, follow_symlinks=follow)
 
     # -- shutdown ------------------------------------------------------------------------
     def close_all(self) -> None:
         """Close every backing descriptor (after unmount, when no release will come)."""
         for handle in self._handles.values():
-            if isinstance(handle, Handle):
-                with contextlib.suppress(OSError):
-                    os.close(handle.fd)
+            with contextlib.suppress(OSError):
+                os.close(handle.fd)
         self._handles.clear()
-        self._open_fds.clear()
+        self._open.clear()
+        self.inodes.close_all()
+
+
+__all__ = ["ROOT", "DirHandle", "Handle", "JobActivity", "PassthroughFS", "RequestIO"]

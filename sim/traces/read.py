@@ -11,10 +11,9 @@ from sim.traces.csvtrace import read_csv_trace
 from sim.traces.model import Trace, TraceError
 from sim.traces.sacct import read_sacct
 from sim.traces.source import load_text
-from sim.traces.swf import N_FIELDS, read_swf
+from sim.traces.swf import looks_like_swf_row, read_swf
 
 FORMATS = ("auto", "swf", "sacct", "csv")
-_NUMBER = re.compile(r"^[-+]?\d+(\.\d*)?([eE][-+]?\d+)?$")
 
 
 def read_trace(
@@ -74,11 +73,13 @@ def detect_format(text: str, path: str = "<trace>") -> str:
         return "sacct"
     if "," in header and set(CSV_REQUIRED) <= {t.strip().lower() for t in header.split(",")}:
         return "csv"
-    fields = first.split()
-    if len(fields) >= N_FIELDS and all(_NUMBER.match(f) for f in fields):
-        return "swf"
     if "," in header and "job_id" in tokens:
         return "csv"  # the CSV reader names the missing columns
+    # SWF without a ';' header: rows of >= 18 numbers, possibly followed by other fields
+    # ({node lists}, queue names); the first row, or most of the first lines, must be one.
+    swf_rows = sum(looks_like_swf_row(ln) for ln in lines)
+    if looks_like_swf_row(first) or swf_rows * 2 > len(lines):
+        return "swf"
     raise TraceError(
         f"{path}: not a recognised trace (SWF, sacct export or CSV with a job_id header); "
         f"line 1 starts {first[:60]!r}"

@@ -77,10 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid = _grid(args.search)
         since = _since(args.since, trace.start_epoch) if args.since else None
     except (TraceError, ConfigError, CalibrationError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2
     for note in trace.notes:
-        err.print(f"[cyan]note:[/cyan] {note}")
+        err.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             on_result=(lambda c: bar.update(1)) if bar is not None else None,
         )
     except CalibrationError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2
     finally:
         if bar is not None:
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = store(cal, args.trace, args.store_dir)
             out.print(f"calibration stored in {where}")
     except (OSError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2
     return 0
 
@@ -229,8 +229,10 @@ def plot(cal: Calibration, path: Path) -> None:
 def _grid(specs: list[str]) -> dict[str, list[float]]:
     grid: dict[str, list[float]] = {}
     for spec in specs:
-        name, _, values = spec.partition("=")
+        name, eq, values = spec.partition("=")
         name = name.strip().lower()
+        if not eq:
+            raise CalibrationError(f"--search {spec!r}: want KNOB=V1,V2")
         try:
             grid[name] = [float(v) for v in values.split(",") if v.strip()]
         except ValueError:

@@ -22,8 +22,8 @@ def recorded_on(
     cfg: SlurmConfig | None = None,
 ) -> Trace:
     """A generated workload whose recorded starts are its replay on ``units`` processors
-    (generated for a machine of 32): what a site running exactly the simulator would log."""
-    trace = generate(jobs, 32, seed=seed, load=load)
+    (generated for a machine of 16): what a site running exactly the simulator would log."""
+    trace = generate(jobs, 16, seed=seed, load=load)
     sim = Simulator(trace, cfg or SlurmConfig(), total_units=units)
     sim.run()
     start = np.full(len(trace), np.nan)

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.config import SlurmConfig
+from sim.phases import gc_paused
 from sim.traces.cache import dir_writable, user_cache_dir
 from sim.traces.model import Trace
 from sim.traces.swf import atomic_write
@@ -188,7 +189,8 @@ def simulated_waits(trace: Trace, units: int, cfg: SlurmConfig) -> np.ndarray:
     from sim.engine import Simulator
 
     sim = Simulator(trace, cfg, total_units=units)
-    sim.run()
+    with gc_paused():
+        sim.run()
     wait = np.full(len(trace), np.nan)
     recs = sim.records
     idx = np.fromiter((r.trace_index for r in recs), np.int64, len(recs))

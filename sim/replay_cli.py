@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.config import ConfigError, SlurmConfig
-from sim.phases import PhaseTimer
+from sim.phases import PhaseTimer, gc_paused
 from sim.report import compare, plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError
 from sim.traces.read import read_trace
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         console.print(f"[red]error:[/red] {e} (use --nodes)", soft_wrap=True)
         return 2
-    with timer.phase("simulate"):
+    with timer.phase("simulate"), gc_paused():
         sim.run(progress=not args.no_progress and sys.stderr.isatty())
     elapsed = timer.phases[-1].wall_s
     with timer.phase("report"):

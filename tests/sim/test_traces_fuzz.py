@@ -168,3 +168,46 @@ def test_mutated_real_lines_through_hpcsim_replay(case):
         assert not errors and "jobs finished" in out.getvalue()
     else:
         assert rc == 2 and len(errors) == 1, err.getvalue()
+
+
+SWF_SOURCES = sorted(n for n in SOURCES if n.endswith(".swf"))
+
+
+@pytest.mark.skipif(not SWF_SOURCES, reason="needs the shared SWF traces")
+@SETTINGS
+@given(data=st.data())
+def test_vectorised_swf_parsers_agree_with_the_line_by_line_one(data):
+    """pandas' and numpy's fast paths give what the line-by-line parser gives, or defer."""
+    from sim.traces import swf
+
+    header, body = SOURCES[data.draw(st.sampled_from(SWF_SOURCES))]
+    lines = [
+        body[i] for i in data.draw(st.lists(st.integers(0, len(body) - 1), min_size=1, max_size=30))
+    ]
+    for _ in range(data.draw(st.integers(0, 4))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        lines[i] = mutate(lines[i], *data.draw(mutation))
+    extras = data.draw(
+        st.lists(
+            st.sampled_from(["", " 7", " {n1, n2}", " q gpu,ib"]),
+            min_size=len(lines),
+            max_size=len(lines),
+        )
+    )
+    text = "\n".join(header + [ln + e for ln, e in zip(lines, extras)]) + "\n"
+    results = []
+    for fast in (True, False):
+        swf.FAST_PATHS = fast
+        try:
+            results.append(outcome(text))
+        finally:
+            swf.FAST_PATHS = True
+    a, b = results
+    if isinstance(a, TraceError) or isinstance(b, TraceError):
+        assert type(a) is type(b)
+        assert str(a).split("fuzzed.trace", 1)[1] == str(b).split("fuzzed.trace", 1)[1]
+        return
+    for name in ("job_id", "submit", "runtime", "limit", "units", "user", "recorded_start"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert [(w.line, w.reason) for w in a.warnings] == [(w.line, w.reason) for w in b.warnings]
+    assert a.notes == b.notes and a.start_epoch == b.start_epoch

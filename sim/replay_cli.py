@@ -1,10 +1,15 @@
-"""``hpcsim replay``: replay a trace through the simulator, report and plot."""
+"""``hpcsim replay``: replay a trace through the simulator, report and plot.
+
+Without ``--nodes`` the cluster size is the trace's stored calibration (``hpcsim
+calibrate``), else the trace's own (SWF ``MaxProcs``), else the largest job. When the trace
+records start times the report sets the simulated waits beside the recorded ones.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,8 +18,8 @@ from rich.table import Table
 
 from hpcbase.config import ConfigError
 from sim.config import SlurmConfig
-from sim.engine import Simulator
-from sim.report import plot, schedule_frame, summarize, write_schedule
+from sim.phases import PhaseTimer, gc_paused
+from sim.report import compare, plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError
 from sim.traces.read import read_trace
 
@@ -22,22 +27,22 @@ MAX_WARNINGS_SHOWN = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hpcsim replay", description=__doc__)
-    p.add_argument(
-        "trace",
-        nargs="?",
-        help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice",
-    )
+    p = argparse.ArgumentParser(prog="hpcsim replay", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", nargs="?", help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice")
     p.add_argument("--slurm-conf", type=Path, help="slurm.conf whose scheduling settings to use")
-    p.add_argument(
-        "--nodes", type=int, help="cluster size in the trace's units (nodes or processors)"
-    )
+    p.add_argument("--nodes", type=int, help="cluster size in the trace's units (nodes or processors); "
+                   "default: the trace's stored calibration, else its own size")
     p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
-    p.add_argument(
-        "--strict", action="store_true", help="a malformed row is an error, not a warning"
-    )
+    p.add_argument("--strict", action="store_true", help="a malformed row is an error, not a warning")
     p.add_argument("--out", type=Path, help="per-job schedule, .csv or .parquet")
     p.add_argument("--plot", type=Path, help="utilisation and wait plot, .png")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse the trace text even when a Parquet cache of it exists")
+    p.add_argument("--no-calibration", action="store_true",
+                   help="ignore a stored calibration (size from the trace or --nodes)")
+    p.add_argument("--timings", type=Path, metavar="JSON",
+                   help="write each phase's wall/CPU seconds and peak memory as JSON")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -45,57 +50,95 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
-    out = Console()
+    out = Console(width=None if sys.stdout.isatty() else 100)
+    timer = PhaseTimer()
     path = args.trace
     total = args.nodes
-    if path is None:
-        from sim.data import default_total_units, default_trace_path
+    embedded = path is None
+    if embedded:
+        from sim.data import default_trace_path
 
         path = str(default_trace_path())
-        total = total or default_total_units()
-    try:
-        cfg = SlurmConfig.from_file(args.slurm_conf) if args.slurm_conf else SlurmConfig()
-        trace = read_trace(path, fmt=args.format, strict=args.strict)
-    except (TraceError, ConfigError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        return 2
+    with timer.phase("read"):
+        try:
+            cfg = SlurmConfig.from_file(args.slurm_conf) if args.slurm_conf else SlurmConfig()
+            trace = read_trace(path, fmt=args.format, strict=args.strict, cache=not args.no_cache)
+        except (TraceError, ConfigError) as e:
+            console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+            return 2
+    for note in trace.notes:
+        console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
     for w in trace.warnings[:MAX_WARNINGS_SHOWN]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     if len(trace.warnings) > MAX_WARNINGS_SHOWN:
-        console.print(
-            f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
-        )
-    if len(trace) == 0:
-        console.print(f"[red]error:[/red] {path}: no usable jobs")
-        return 2
+        console.print(f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]")
+    size_from = "--nodes" if total else ""
+    if total is None and not args.no_calibration:
+        from sim.calibration import load, with_knobs
+
+        cal = load(trace)
+        if cal is not None:
+            total = cal.units
+            size_from = f"calibration {cal.path}"
+            if cal.knobs and not args.slurm_conf:
+                cfg = with_knobs(cfg, cal.knobs)
+                size_from += " (with " + ", ".join(f"{k}={v:g}" for k, v in cal.knobs.items()) + ")"
+    if total is None and embedded:
+        from sim.data import default_total_units
+
+        total, size_from = default_total_units(), "the embedded trace's default"
+    if size_from:
+        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
+    from sim.engine import Simulator
+
     try:
         sim = Simulator(trace, cfg, total_units=total)
     except ValueError as e:
-        console.print(f"[red]error:[/red] {e} (use --nodes)")
+        console.print(f"[red]error:[/red] {e} (use --nodes)", soft_wrap=True)
         return 2
-    t0 = time.perf_counter()
-    sim.run(progress=not args.no_progress and sys.stderr.isatty())
-    elapsed = time.perf_counter() - t0
-    df = schedule_frame(sim)
-    malformed = sum(w.count for w in trace.warnings if w.kind == "malformed")
-    s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=malformed)
-    table = Table(title=f"{Path(path).name}: {len(trace)} jobs on {sim.total_units} {trace.unit}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in s.rows():
-        table.add_row(k, v)
-    table.add_row(
-        "simulation time", f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)"
-    )
-    out.print(table)
-    try:
-        if args.out:
-            write_schedule(df, args.out)
-            out.print(f"schedule written to {args.out}")
-        if args.plot:
-            plot(df, sim.total_units, args.plot, title=Path(path).name)
-            out.print(f"plot written to {args.plot}")
-    except (OSError, ValueError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        return 2
+    with timer.phase("simulate"), gc_paused():
+        sim.run(progress=not args.no_progress and sys.stderr.isatty())
+    elapsed = timer.phases[-1].wall_s
+    with timer.phase("report"):
+        df = schedule_frame(sim)
+        malformed = sum(w.count for w in trace.warnings if w.kind == "malformed")
+        s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=malformed)
+        comparison = compare(df, sim.total_units)
+        title = f"{Path(path).name}: {len(trace)} jobs on {sim.total_units} {trace.unit}"
+        table = Table(title=title)
+        table.add_column("metric")
+        table.add_column("simulated", justify="right")
+        if comparison is not None:
+            table.add_column("recorded", justify="right")
+        pad = [""] if comparison is not None else []
+        for k, v in s.rows():
+            table.add_row(k, v, *pad)
+        if comparison is not None:
+            table.add_section()
+            for k, v, r in comparison.rows():
+                table.add_row(k, v, r)
+            table.add_section()
+        table.add_row("simulation time",
+                      f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)", *pad)
+        out.print(table)
+        if comparison is not None and (text := comparison.warning()) is not None:
+            console.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
+        try:
+            if args.out:
+                write_schedule(df, args.out)
+                out.print(f"schedule written to {args.out}")
+            if args.plot:
+                plot(df, sim.total_units, args.plot, title=Path(path).name)
+                out.print(f"plot written to {args.plot}")
+        except (OSError, ValueError) as e:
+            console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+            return 2
+    if args.timings:
+        data = {"jobs": len(trace), "phases": timer.as_dict(), "wall_s": timer.wall_s,
+                "cpu_s": timer.cpu_s}
+        try:
+            args.timings.write_text(json.dumps(data, indent=1) + "\n")
+        except OSError as e:
+            console.print(f"[red]error:[/red] {args.timings}: {e.strerror or e}", soft_wrap=True)
+            return 2
     return 0

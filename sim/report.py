@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -12,27 +13,49 @@ import pandas as pd
 from sim.engine import Simulator
 
 BSLD_THRESHOLD = 10.0  # seconds; the usual bound for bounded slowdown
+#: The report warns when simulated and recorded mean waits differ by more than this factor.
+WAIT_RATIO_WARN = 2.0
 
 
 def schedule_frame(sim: Simulator) -> pd.DataFrame:
-    """One row per finished job: ids, size, times (seconds from trace start), state."""
+    """One row per finished job: ids, size, times (seconds from trace start), state.
+
+    When the trace records start times, ``recorded_start`` and ``recorded_wait`` carry them
+    beside the simulated ``start`` and ``wait`` (NaN for jobs without one, e.g. injected).
+    """
     recs = sim.records
+    n = len(recs)
+
+    def column(name: str, dtype: type) -> np.ndarray:
+        return np.fromiter(map(attrgetter(name), recs), dtype=dtype, count=n)
+
+    index = column("trace_index", np.int64)
     df = pd.DataFrame(
         {
-            "job_id": [r.job_id for r in recs],
-            "user": [r.user for r in recs],
-            "units": [r.units for r in recs],
-            "limit": [r.limit for r in recs],
-            "submit": [r.submit for r in recs],
-            "eligible": [r.eligible for r in recs],
-            "start": [r.start for r in recs],
-            "end": [r.end for r in recs],
+            "job_id": column("job_id", np.int64),
+            "user": column("user", np.int64),
+            "units": column("units", np.int64),
+            "limit": column("limit", np.float64),
+            "submit": column("submit", np.float64),
+            "eligible": column("eligible", np.float64),
+            "start": column("start", np.float64),
+            "end": column("end", np.float64),
             "state": [r.state.name for r in recs],
-            "backfill": [r.backfill for r in recs],
+            "backfill": column("backfill", np.bool_),
         }
     )
     df["wait"] = df["start"] - df["submit"]
-    return df.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
+    trace = sim.trace
+    if trace is not None and len(trace) and np.isfinite(trace.recorded_start).any():
+        recorded = np.full(n, np.nan)
+        ok = index >= 0
+        recorded[ok] = trace.recorded_start[index[ok]]
+        df["recorded_start"] = recorded
+        df["recorded_wait"] = recorded - df["submit"].to_numpy()
+        df["recorded_end"] = recorded + trace.runtime[np.maximum(index, 0)]
+        df.loc[~ok, "recorded_end"] = np.nan
+    order = np.lexsort((df["job_id"].to_numpy(), df["submit"].to_numpy()))
+    return df.iloc[order].reset_index(drop=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +117,138 @@ def summarize(df: pd.DataFrame, total_units: int, *, pending_left: int = 0, malf
     )
 
 
+@dataclass(frozen=True, slots=True)
+class WaitStats:
+    """Wait-time figures (hours) and utilisation of one schedule over a set of jobs."""
+
+    mean_h: float
+    median_h: float
+    p90_h: float
+    p95_h: float
+    utilisation: float
+
+    @classmethod
+    def of(cls, wait: np.ndarray, run: np.ndarray, units: np.ndarray, submit: np.ndarray,
+           total_units: int) -> WaitStats:
+        if not wait.size:
+            return cls(math.nan, math.nan, math.nan, math.nan, math.nan)
+        q50, q90, q95 = np.percentile(wait, [50, 90, 95]) / 3600
+        span = float((submit + wait + run).max() - submit.min())
+        util = float((run * units).sum()) / (total_units * span) if span > 0 else 0.0
+        return cls(float(wait.mean()) / 3600, float(q50), float(q90), float(q95), util)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The simulated schedule against the one the trace recorded, over the jobs that have
+    both starts: the figures of each side, and the per-job error."""
+
+    jobs: int
+    simulated: WaitStats
+    recorded: WaitStats
+    median_abs_error_h: float
+    spearman: float
+
+    @property
+    def mean_ratio(self) -> float:
+        """Simulated mean wait / recorded mean wait (inf when only the recorded one is 0)."""
+        sim, rec = self.simulated.mean_h, self.recorded.mean_h
+        if rec > 0:
+            return sim / rec
+        return 1.0 if sim == 0 else math.inf
+
+    def warning(self) -> str | None:
+        """A sentence when the mean waits differ by more than :data:`WAIT_RATIO_WARN`."""
+        r = self.mean_ratio
+        if 1 / WAIT_RATIO_WARN <= r <= WAIT_RATIO_WARN:
+            return None
+        return (
+            f"simulated mean wait {self.simulated.mean_h:.2f} h is {_times(r)} the recorded "
+            f"{self.recorded.mean_h:.2f} h: the cluster size or scheduler settings do not match "
+            "the site's (try `hpcsim calibrate`, or --nodes / --slurm-conf)"
+        )
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(metric, simulated, recorded) rows for a report."""
+        s, r = self.simulated, self.recorded
+        return [
+            ("jobs with a recorded start", f"{self.jobs}", f"{self.jobs}"),
+            ("mean wait", f"{s.mean_h:.2f} h", f"{r.mean_h:.2f} h"),
+            ("median wait", f"{s.median_h:.2f} h", f"{r.median_h:.2f} h"),
+            ("p90 wait", f"{s.p90_h:.2f} h", f"{r.p90_h:.2f} h"),
+            ("p95 wait", f"{s.p95_h:.2f} h", f"{r.p95_h:.2f} h"),
+            ("utilisation", f"{100 * s.utilisation:.1f} %", f"{100 * r.utilisation:.1f} %"),
+            ("per job: median |simulated - recorded| wait", f"{self.median_abs_error_h:.2f} h", ""),
+            ("per job: rank correlation of waits (Spearman)", f"{self.spearman:.3f}", ""),
+        ]
+
+
+def _times(ratio: float) -> str:
+    if ratio >= 1:
+        return f"{ratio:.1f}x" if math.isfinite(ratio) else "infinitely above"
+    return f"1/{1 / ratio:.1f} of" if ratio > 0 else "0 x"
+
+
+def compare(df: pd.DataFrame, total_units: int) -> Comparison | None:
+    """Simulated against recorded waits over the jobs with both starts; None when the
+    trace records no start times (no ``recorded_start`` column or none known)."""
+    if "recorded_start" not in df:
+        return None
+    both = df["start"].notna().to_numpy() & df["recorded_start"].notna().to_numpy()
+    if not both.any():
+        return None
+    sub = df[both]
+    submit = sub["submit"].to_numpy()
+    units = sub["units"].to_numpy()
+    sim_wait = sub["wait"].to_numpy()
+    rec_wait = sub["recorded_wait"].to_numpy()
+    sim_run = (sub["end"] - sub["start"]).to_numpy()
+    rec_run = (sub["recorded_end"] - sub["recorded_start"]).to_numpy()
+    return Comparison(
+        jobs=int(both.sum()),
+        simulated=WaitStats.of(sim_wait, sim_run, units, submit, total_units),
+        recorded=WaitStats.of(rec_wait, rec_run, units, submit, total_units),
+        median_abs_error_h=float(np.median(np.abs(sim_wait - rec_wait))) / 3600,
+        spearman=spearman(sim_wait, rec_wait),
+    )
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN when either is constant."""
+    if a.size < 2:
+        return math.nan
+    ra = pd.Series(a).rank(method="average").to_numpy()
+    rb = pd.Series(b).rank(method="average").to_numpy()
+    if ra.std() == 0 or rb.std() == 0:
+        return math.nan
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
 def write_schedule(df: pd.DataFrame, path: Path) -> None:
-    """CSV or Parquet by extension, written atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
-        df.to_parquet(tmp, index=False)
-    elif path.suffix == ".csv":
-        df.to_csv(tmp, index=False)
-    else:
+    """CSV or Parquet by extension, written atomically (unknown times are empty in CSV)."""
+    if path.suffix not in (".csv", ".parquet"):
         raise ValueError(f"{path}: output must end in .csv or .parquet")
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        if path.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            _write_csv(df, tmp)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        df.to_csv(path, index=False)
+        return
+    table = pa.Table.from_pandas(df, preserve_index=False)  # NaN -> null -> empty field
+    pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="none"))
 
 
 def plot(df: pd.DataFrame, total_units: int, path: Path, title: str = "") -> None:

@@ -134,6 +134,7 @@ def assemble(
         user_names=user_names,
         group_names=group_names,
         warnings=diag.warnings(),
+        notes=diag.notes(),
     )
 
 

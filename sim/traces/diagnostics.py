@@ -20,6 +20,7 @@ class Diagnostics:
         self.strict = strict
         self._rows: list[TraceWarning] = []
         self._skips: dict[str, list[int]] = {}
+        self._notes: list[str] = []
 
     def bad(self, line: int, reason: str) -> None:
         """A malformed row at ``line`` (1-based) was skipped or repaired."""
@@ -35,6 +36,14 @@ class Diagnostics:
         entry = self._skips.setdefault(reason, [line, 0])
         entry[0] = min(entry[0], line)
         entry[1] += count
+
+    def note(self, text: str) -> None:
+        """Something the reader inferred about the whole file (no job is lost)."""
+        if text not in self._notes:
+            self._notes.append(text)
+
+    def notes(self) -> list[str]:
+        return list(self._notes)
 
     @property
     def skipped(self) -> int:

@@ -40,6 +40,9 @@ class Trace:
     ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown).
     ``user``/``group`` are integer codes; ``user_names``/``group_names`` map codes back to names.
     ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none).
+    ``notes`` says what the reader inferred about the whole file (absolute SWF times, a
+    machine size taken from the largest job); ``digest`` is the SHA-256 of the file's bytes
+    (set by :func:`~sim.traces.read.read_trace`, "" for traces built in memory).
     """
 
     job_id: np.ndarray
@@ -60,6 +63,8 @@ class Trace:
     user_names: list[str] = field(default_factory=list)
     warnings: list[TraceWarning] = field(default_factory=list)
     group_names: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    digest: str = ""
 
     def __len__(self) -> int:
         return int(self.job_id.shape[0])

@@ -25,6 +25,11 @@ def load_text(path: str | os.PathLike[str]) -> str:
     Raises :class:`TraceError` (never ``OSError``) for a missing file, a directory, an
     unreadable, empty, corrupt-compressed or binary file.
     """
+    return decode(load_raw(path), str(path))
+
+
+def load_raw(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file at ``path`` as stored (still compressed); TraceError if none."""
     p = Path(path)
     name = str(path)
     if not p.exists():
@@ -32,9 +37,13 @@ def load_text(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         raise TraceError(f"{name}: is a directory, not a trace file")
     try:
-        raw = p.read_bytes()
+        return p.read_bytes()
     except OSError as exc:
         raise TraceError(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+def decode(raw: bytes, name: str) -> str:
+    """The text of a trace file's bytes: decompressed, checked to be text, decoded."""
     for magic, kind, decompress in _MAGIC:
         if raw.startswith(magic):
             try:

@@ -2,9 +2,12 @@
 
 Rules (also in docs/traces.md):
 
-* 18 whitespace-separated fields per job; extra trailing columns are ignored; fewer is a
-  malformed row. ``;`` lines are comments; ``; Key: value`` header lines give ``MaxProcs``,
-  ``MaxNodes`` and ``UnixStartTime``.
+* 18 whitespace-separated fields per job; any number of extra trailing fields is ignored
+  (queue names, node properties, brace lists with spaces inside such as ``{n1, n2}``);
+  fewer is a malformed row. ``;`` lines are comments; ``; Key: value`` header lines give
+  ``MaxProcs``, ``MaxNodes`` and ``UnixStartTime``. The header is optional.
+* times: offsets from ``UnixStartTime`` (0 without it), unless the submit times are
+  themselves Unix seconds (see :func:`absolute_times`); then they are read as such.
 * size: allocated processors (field 5), else requested processors (field 8) when the first
   is -1 or 0; a job with neither is skipped (counted).
 * run time -1 (typically jobs cancelled before they started): skipped (counted); run
@@ -23,16 +26,34 @@ import gzip
 import math
 import os
 import re
-import tempfile
+import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from hpcbase.atomic import atomic_write
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR, assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace, TraceError
 
 N_FIELDS = 18
+#: The standard fields, in order, as diagnostics name them.
+FIELD_NAMES = (
+    "job number", "submit time", "wait time", "run time", "allocated processors",
+    "average CPU time", "used memory", "requested processors", "requested time",
+    "requested memory", "status", "user id", "group id", "executable number", "queue number",
+    "partition number", "preceding job number", "think time",
+)
+#: Earliest submit (s) from which header-less submit times are taken as Unix seconds
+#: (1973-03-03): an offset-based log starts at or near 0.
+ABSOLUTE_MIN = 1e8
+# A field: a run of non-blank characters in which a {...} group may hold blanks.
+_FIELD = re.compile(r"(?:[^\s{]+|\{[^}\n]*\}?)+")
+_ODD_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Tests switch the vectorised parsers off to check them against the line-by-line one.
+FAST_PATHS = True
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _HEADER = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][A-Za-z0-9_ ]*?)[ \t]*:([^\n]*)$", re.M)
 _COMMENT = re.compile(r"^[ \t]*;[^\n]*", re.M)
 # Field indices (0-based) used here.
@@ -59,8 +80,10 @@ def read_swf(
     header: dict[str, str] = {}
     for m in _HEADER.finditer(text):
         header.setdefault(m.group(1).replace(" ", "").lower(), m.group(2).strip())
-    body = _COMMENT.sub("", text)
-    fast = _fast_table(body)
+    fast = _pandas_table(text) if FAST_PATHS else None
+    if fast is None:
+        body = _COMMENT.sub("", text)
+        fast = _fast_table(body) if FAST_PATHS else None
     table, lines = fast if fast is not None else _slow_table(body.split("\n"), diag)
     if not lines.size and not diag.warnings():
         raise TraceError(f"{path}: SWF file holds no job lines")
@@ -68,8 +91,62 @@ def read_swf(
     return _build(table, lines, header, diag, unit, total_units, limit_factor)
 
 
+def split_fields(line: str) -> list[str]:
+    """The fields of an SWF line: blank-separated, a ``{...}`` group being one field."""
+    return _FIELD.findall(line)
+
+
+def looks_like_swf_row(line: str) -> bool:
+    """True when ``line`` has at least 18 fields and the first 18 are numbers."""
+    fields = split_fields(line)
+    return len(fields) >= N_FIELDS and all(_NUMBER.match(f) for f in fields[:N_FIELDS])
+
+
+def absolute_times(earliest_submit: float, unix_start: int | None) -> bool:
+    """Whether SWF submit times are Unix seconds rather than offsets from the log's start.
+
+    The standard writes offsets from ``UnixStartTime``, so an offset-based log starts at or
+    near 0. Some archives (and ``;``-less exports) write Unix seconds instead. They are taken
+    as such when the earliest submit is at least :data:`ABSOLUTE_MIN` (1973-03-03) and,
+    if the header gives ``UnixStartTime``, not before it (as offsets they would put the log
+    more than its own age after its start).
+    """
+    if not earliest_submit >= ABSOLUTE_MIN:
+        return False
+    return unix_start is None or earliest_submit >= unix_start
+
+
+def _pandas_table(text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """pandas' C parser over the whole text: the fast path for clean files (comment lines
+    anywhere, the widest row first when rows carry extra fields). None when anything is
+    unusual (non-ASCII, control characters, a non-number, a short row), so that the other
+    parsers give the exact per-line diagnostics."""
+    if not text.isascii() or _ODD_CONTROL.search(text) is not None:
+        return None
+    import csv
+    import io
+
+    import pandas as pd
+
+    data_lines = [i for i, ln in enumerate(text.split("\n"), 1) if ln.lstrip()[:1] not in ("", ";")]
+    if not data_lines:
+        return None
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(text.encode("ascii")), sep=r"\s+", header=None, comment=";",
+            usecols=range(N_FIELDS), dtype=np.float64, engine="c", quoting=csv.QUOTE_NONE,
+        )
+    except (ValueError, IndexError, TypeError, OverflowError, pd.errors.ParserError):
+        return None
+    table = frame.to_numpy(dtype=np.float64)
+    if table.shape != (len(data_lines), N_FIELDS) or np.isnan(table).any():
+        return None
+    return table, np.asarray(data_lines, dtype=np.int64)
+
+
 def _fast_table(body: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Vectorised parse when every non-blank line has >= 18 numbers; None otherwise."""
+    """Vectorised parse when every non-blank line has >= 18 fields whose first 18 are
+    numbers (any extra fields are blanked out first); None otherwise."""
     if not body.isascii():
         return None
     raw = np.frombuffer(body.encode("ascii"), dtype=np.uint8)
@@ -77,34 +154,45 @@ def _fast_table(body: str) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     newline = raw == 10
     gap = newline | (raw == 32) | ((raw >= 9) & (raw <= 13)) | ((raw >= 28) & (raw <= 31))
-    starts = np.flatnonzero(~gap[1:] & gap[:-1]) + 1
-    if not gap[0]:
-        starts = np.concatenate(([0], starts))
+    first = ~gap
+    first[1:] &= gap[:-1]
+    starts = np.flatnonzero(first)
+    if not starts.size:
+        return None
     line_of = np.searchsorted(np.flatnonzero(newline), starts)  # 0-based line of each token
-    counts = np.bincount(line_of, minlength=int(line_of[-1]) + 1 if line_of.size else 1)
+    counts = np.bincount(line_of)
     used = np.flatnonzero(counts)
-    if not used.size or counts[used].min() < N_FIELDS:
+    if counts[used].min() < N_FIELDS:
         return None
-    try:
-        values = np.fromstring(body, sep=" ")
-    except ValueError:  # a token that is not a number
-        return None
-    if values.size != starts.size:
-        return None
-    if counts[used].max() == N_FIELDS:
-        return values.reshape(-1, N_FIELDS), used.astype(np.int64) + 1
     first_token = np.concatenate(([0], np.cumsum(counts)[:-1]))
     position = np.arange(starts.size) - first_token[line_of]
-    table = values[position < N_FIELDS].reshape(-1, N_FIELDS)
-    return table, used.astype(np.int64) + 1
+    n_values = starts.size
+    if counts[used].max() > N_FIELDS:
+        # blank every byte of the fields after the 18th (their content is not read)
+        extra = position >= N_FIELDS
+        token_of_byte = np.cumsum(first, dtype=np.int32) - 1
+        drop = extra[np.maximum(token_of_byte, 0)] & ~gap & (token_of_byte >= 0)
+        data = raw.copy()
+        data[drop] = 32
+        body = data.tobytes().decode("ascii")
+        n_values = int((~extra).sum())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            values = np.fromstring(body, sep=" ")
+    except (ValueError, DeprecationWarning):  # a field that is not a number
+        return None
+    if values.size != n_values:
+        return None
+    return values.reshape(-1, N_FIELDS), used.astype(np.int64) + 1
 
 
 def _slow_table(lines: list[str], diag: Diagnostics) -> tuple[np.ndarray, np.ndarray]:
-    """Line by line, reporting rows with too few fields or non-numbers."""
+    """Line by line, reporting rows with too few fields or non-numbers (naming the field)."""
     rows: list[list[float]] = []
     good: list[int] = []
     for lineno, line in enumerate(lines, 1):
-        parts = line.split()
+        parts = split_fields(line)
         if not parts:
             continue
         if len(parts) < N_FIELDS:
@@ -113,8 +201,9 @@ def _slow_table(lines: list[str], diag: Diagnostics) -> tuple[np.ndarray, np.nda
         try:
             rows.append([float(x) for x in parts[:N_FIELDS]])
         except ValueError:
-            bad = next(x for x in parts[:N_FIELDS] if not _is_float(x))
-            diag.bad(lineno, f"not a number: {bad[:40]!r}; row skipped")
+            k = next(k for k, x in enumerate(parts[:N_FIELDS]) if not _is_float(x))
+            diag.bad(lineno, f"field {k + 1} ({FIELD_NAMES[k]}) is not a number: "
+                             f"{parts[k][:40]!r}; row skipped")
             continue
         good.append(lineno)
     return np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS), np.asarray(good, dtype=np.int64)
@@ -177,7 +266,18 @@ def _build(
     t, lines = table[keep], lines[keep]
     if total_units is None:
         total_units = _header_int(header, "maxprocs") or _header_int(header, "maxnodes")
-    epoch = _header_int(header, "unixstarttime") or 0
+        if total_units is None and t.shape[0]:
+            diag.note("no MaxProcs/MaxNodes header: the machine size is the largest job's "
+                      f"({int(size[keep].max())} procs); give the real size (--nodes)")
+    unix_start = _header_int(header, "unixstarttime")
+    epoch = unix_start or 0
+    if t.shape[0] and absolute_times(float(t[:, SUBMIT].min()), unix_start):
+        first = float(t[:, SUBMIT].min())
+        when = _iso(first)
+        ignored = f"; UnixStartTime {unix_start} ignored" if unix_start else ""
+        diag.note(f"submit times are absolute Unix seconds (earliest {first:.0f} = {when}), "
+                  f"not offsets{ignored}")
+        epoch = 0
     req = t[:, REQ_TIME]
     status = t[:, STATUS]
     wait = t[:, WAIT]
@@ -200,6 +300,13 @@ def _build(
         total_units=total_units,
         limit_factor=limit_factor,
     )
+
+
+def _iso(t: float) -> str:
+    try:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return "out of range"
 
 
 def _header_int(header: dict[str, str], key: str) -> int | None:
@@ -241,7 +348,7 @@ def write_swf(trace: Trace, path: str | os.PathLike[str]) -> None:
             f"{int(trace.units[i])} -1 -1 {int(trace.units[i])} {_num(trace.limit[i])} -1 "
             f"{0 if trace.exit_code[i] else 1} {users[i]} {groups[i]} -1 -1 -1 -1 -1"
         )
-    _atomic_write(Path(path), "\n".join(lines) + "\n")
+    _write_text(Path(path), "\n".join(lines) + "\n")
 
 
 def _num(x: float) -> str:
@@ -257,16 +364,9 @@ def _id_column(codes: np.ndarray, names: list[str]) -> list[int]:
     return [int(c) + 1 for c in codes]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace`` (gzip for .gz)."""
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (gzip for .gz)."""
     data = text.encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, mtime=0)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)

@@ -1,0 +1,105 @@
+"""Recorded against simulated: the comparison's figures, the warning, the schedule CSV."""
+
+from __future__ import annotations
+
+import io
+import math
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pandas as pd
+import pytest
+from recorded import write_recorded
+
+from sim.replay_cli import main as replay
+from sim.report import compare, spearman
+
+
+def frame(sim_wait, rec_wait, run=3600.0, units=1) -> pd.DataFrame:
+    n = len(sim_wait)
+    submit = np.arange(n, dtype=float) * 3600
+    start = submit + np.asarray(sim_wait, float)
+    rec = submit + np.asarray(rec_wait, float)
+    return pd.DataFrame(
+        {
+            "submit": submit,
+            "start": start,
+            "end": start + run,
+            "wait": start - submit,
+            "units": np.full(n, units),
+            "recorded_start": rec,
+            "recorded_wait": rec - submit,
+            "recorded_end": rec + run,
+        }
+    )
+
+
+def test_figures_by_hand():
+    h = 3600.0
+    df = frame([0, h, 2 * h, 3 * h, 10 * h], [0, 2 * h, 2 * h, 5 * h, 6 * h])
+    c = compare(df, total_units=2)
+    assert c.jobs == 5
+    assert c.simulated.mean_h == pytest.approx(16 / 5) and c.recorded.mean_h == pytest.approx(3)
+    assert c.simulated.median_h == pytest.approx(2) and c.recorded.median_h == pytest.approx(2)
+    assert c.recorded.p95_h == pytest.approx(5.8)  # numpy's linear interpolation: 5 + 0.8 * 1
+    assert c.median_abs_error_h == pytest.approx(1)  # |d| = 0, 1, 0, 2, 4
+    # 5 one-hour one-unit jobs; span from first submit to last end on 2 units
+    assert c.simulated.utilisation == pytest.approx(5 / (2 * (4 + 10 + 1)))
+    assert c.recorded.utilisation == pytest.approx(5 / (2 * (4 + 6 + 1)))
+    assert c.spearman == pytest.approx(
+        spearman(np.array([0, 1, 2, 3, 10.0]), np.array([0, 2, 2, 5, 6.0]))
+    )
+    assert c.warning() is None
+
+
+def test_spearman_matches_the_rank_formula():
+    a = np.array([1.0, 2, 3, 4, 5])
+    assert spearman(a, a**3) == pytest.approx(1) and spearman(a, -a) == pytest.approx(-1)
+    # no ties: 1 - 6 sum d^2 / (n (n^2 - 1))
+    b = np.array([2.0, 1, 4, 3, 5])
+    assert spearman(a, b) == pytest.approx(1 - 6 * 4 / (5 * 24))
+    assert math.isnan(spearman(a, np.ones(5)))
+
+
+def test_more_than_twice_apart_warns_both_ways():
+    h = 3600.0
+    assert "2.5x the recorded" in compare(frame([5 * h, 0], [2 * h, 0]), 1).warning()
+    assert "1/4.0 of the recorded" in compare(frame([h, 0], [4 * h, 0]), 1).warning()
+    assert compare(frame([2 * h, 0], [h, 0]), 1).warning() is None  # exactly 2x: no warning
+
+
+def test_no_recorded_starts_no_comparison():
+    df = frame([0, 1], [0, 1]).assign(recorded_start=np.nan)
+    assert compare(df, 1) is None
+    assert compare(df.drop(columns=["recorded_start"]), 1) is None
+
+
+def run_replay(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = replay([*args, "--no-progress"])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_replay_reproduces_a_schedule_it_recorded(tmp_path):
+    """A log recorded by the simulator itself, replayed on the same size: zero error."""
+    trace = write_recorded(tmp_path / "rec.swf", units=24)
+    csv = tmp_path / "s.csv"
+    rc, out, err = run_replay(str(trace), "--nodes", "24", "--out", str(csv))
+    assert rc == 0, err
+    assert "per job: median |simulated - recorded| wait" in out and "1.000" in out
+    assert "warning: simulated mean wait" not in err
+    df = pd.read_csv(csv)
+    assert {"start", "recorded_start", "wait", "recorded_wait"} <= set(df.columns)
+    assert np.allclose(df["start"], df["recorded_start"])
+    c = compare(df, 24)
+    assert c.median_abs_error_h == 0 and c.spearman == pytest.approx(1)
+    assert c.simulated == c.recorded
+
+
+def test_replay_on_a_smaller_cluster_warns(tmp_path):
+    trace = write_recorded(tmp_path / "rec.swf", units=32)
+    rc, out, err = run_replay(str(trace), "--nodes", "20")
+    assert rc == 0
+    assert "x the recorded" in err and "hpcsim calibrate" in err
+    assert "jobs with a recorded start" in out

@@ -61,7 +61,9 @@ class Controller:
         self.binding = binding
         self.k: dict[str, float] = {}
 
-    def update(self, policy: Policy, reports: Sequence[Report]) -> Decision:
+    def update(self, policy: Policy, reports: Sequence[Report], learn: bool = True) -> Decision:
+        """The decision for this window; ``learn=False`` keeps the corrections as they are
+        (windows measured while the caps were not in force, e.g. right after a Redis outage)."""
         usage = [u for r in reports for u in r.usage]
         rate: dict[str, float] = {}
         backlogged: set[str] = set()
@@ -89,7 +91,7 @@ class Controller:
         out.capacity, out.probing = capacity, probing and self.capacity <= 0
         out.target = {j: a / capacity for j, a in alloc.jobs.items()}
         out.achieved = {j: x / measured for j, x in rate.items()}
-        k = self._correct(out.target, out.achieved, backlogged)
+        k = self._correct(out.target, out.achieved, backlogged) if learn else self.k
         out.caps = {
             job: a * k.get(job, 1.0) for (job, node), a in alloc.nodes.items() if node == self.node
         }

@@ -115,6 +115,7 @@ class ClusterLink:
         )
         self.clock = clock
         self.connected: bool | None = None
+        self._streak = 0  # successful exchanges in a row
         self.caps: dict[str, float] = {}
         self.decision = Decision()
         self._scheduler: Scheduler | None = None
@@ -216,6 +217,7 @@ class ClusterLink:
             except StoreError as exc:
                 why = str(exc)
         if raws is None:
+            self._streak = 0
             self._state(False, why)
             self.apply(None)
             return False
@@ -228,7 +230,9 @@ class ClusterLink:
         self._state(True)
         if self._metrics is not None:
             self._metrics.latency.set(time.monotonic() - start)
-        decision = self.controller.update(sched.policy, reports)
+        # the first windows after (re)joining were measured without caps: do not learn from them
+        self._streak += 1
+        decision = self.controller.update(sched.policy, reports, learn=self._streak > 2)
         self.apply(decision)
         log.debug(
             "cluster: %d nodes, %.0f B/s measured, capacity %.0f, caps %s",

@@ -133,11 +133,12 @@ class Mount:
                "--config", str(self.config), "--metrics-port", str(self.port),
                "--device-bandwidth", str(bandwidth), "--log-file", str(self.log)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         while not is_mounted(mnt):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"themis mount failed:\n{self.log.read_text()}")
+                raise SystemExit(daemon_failure(self.proc, self.log))
             time.sleep(0.05)
         self.policy = "fifo"
 
@@ -168,6 +169,29 @@ class Mount:
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
+
+
+def daemon_failure(proc: subprocess.Popen[str], log: Path) -> str:
+    """Why a daemon did not come up: its exit status, its stderr and its log file (if any)."""
+    if proc.poll() is None:
+        proc.kill()
+    _, err = proc.communicate()
+    text = log.read_text() if log.exists() else "(it wrote no log file)"
+    return (f"themis mount failed to start (exit status {proc.returncode}):\n"
+            f"{(err or '').strip()}\n{text}")
+
+
+def missing_requirements() -> list[str]:
+    """Why this benchmark cannot run here (empty when it can)."""
+    why = []
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        why.append("needs root and /dev/fuse (real FUSE mounts, other uids)")
+    for module, extra in (("pyfuse3", "fuse"), ("trio", "fuse")):
+        try:
+            __import__(module)
+        except ImportError:
+            why.append(f"needs {module} (the '{extra}' extra: pip install -e '.[{extra}]')")
+    return why
 
 
 def run_jobs(where: Path, jobs: list[Job], mode: str, args: argparse.Namespace,
@@ -263,8 +287,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
-        print("themis_fairness: needs root and /dev/fuse (real FUSE mounts, other uids)")
+    why = missing_requirements()
+    if why:
+        print("themis_fairness: " + "; ".join(why))
         print("RESULT skipped=1")
         return 0
     base = Path(tempfile.mkdtemp(prefix="themis-bench-", dir="/dev/shm"))

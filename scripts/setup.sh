@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(slurm-wlm munge fuse3 libfuse3-dev pkg-config fio)
+APT_PKGS=(slurm-wlm munge fuse3 libfuse3-dev pkg-config redis-server fio)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,8 +27,8 @@ if [[ ! -f $stamp ]]; then
     # The CPU build of torch first, so that the range in pyproject.toml is already met
     # (an unpinned torch would pull a multi-GB CUDA build).
     .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
-    .venv/bin/pip install -q --disable-pip-version-check -e '.[fuse,parquet,dev]' 2>&1 | grep -v '^WARNING: Location' || true
-    .venv/bin/python -c "import hpcbase, sim, mirage, themis, torch, stable_baselines3, pyfuse3" \
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[fuse,cluster,parquet,dev]' 2>&1 | grep -v '^WARNING: Location' || true
+    .venv/bin/python -c "import hpcbase, sim, mirage, themis, torch, stable_baselines3, pyfuse3, redis" \
         || { echo "setup: the Python install failed" >&2; exit 1; }
     rm -f .venv/.installed-*
     touch "$stamp"

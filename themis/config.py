@@ -45,6 +45,7 @@ class DeviceConfig:
     """Emulate a backing device of this bandwidth (0 = off: the backing store's own speed)."""
 
     bandwidth_bytes_per_second: float = 0.0
+    shared_file: str = ""  # one emulated device for several daemons: its state file
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,27 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """Cluster mode (themis/cluster/): per-node daemons share one global policy through Redis."""
+
+    url: str = ""  # redis://HOST:PORT/N; "" = single-node
+    node: str = ""  # this node's name in the reports ("" = the host name)
+    window_seconds: float = 0.5  # publish usage and recompute the allocation this often
+    ttl_windows: float = 3.0  # a node's report expires after this many windows
+    timeout_seconds: float = 0.25  # a slower Redis round trip counts as down: local-only
+    capacity_bytes_per_second: float = 0.0  # the shared store's bandwidth; 0 = measured
+    headroom: float = 1.1  # caps add up to this much of the measured aggregate (probing)
+    key_prefix: str = "themis"
+
+
+@dataclass(frozen=True)
 class ThemisConfig:
     mount: MountConfig = field(default_factory=MountConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
     tagging: TaggingConfig = field(default_factory=TaggingConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     log_level: str = "info"
     source: str = "<defaults>"
 
@@ -94,6 +110,7 @@ SECTIONS = {
     "device": DeviceConfig,
     "tagging": TaggingConfig,
     "metrics": MetricsConfig,
+    "cluster": ClusterConfig,
 }
 
 
@@ -104,6 +121,7 @@ def validate(cfg: ThemisConfig) -> None:
     if cfg.device.bandwidth_bytes_per_second < 0:
         raise _bad(cfg.source, "device.bandwidth_bytes_per_second", "must be >= 0")
     _check_tagging_and_metrics(cfg.source, cfg.tagging, cfg.metrics)
+    _validate_cluster(cfg.cluster, lambda name, text: _bad(cfg.source, name, text))
     if cfg.log_level not in LOG_LEVELS:
         raise _bad(
             cfg.source,
@@ -170,6 +188,24 @@ def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) ->
         raise _bad(src, "metrics.job_ttl_seconds", f"must be >= 0, got {me.job_ttl_seconds}")
     if not 0.05 <= me.update_seconds <= 3600:
         raise _bad(src, "metrics.update_seconds", f"must be 0.05..3600, got {me.update_seconds}")
+
+
+def _validate_cluster(c: ClusterConfig, bad: Any) -> None:
+    if c.url and not c.url.startswith(("redis://", "rediss://", "unix://")):
+        raise bad("cluster.url", f"expected redis://HOST:PORT/N, got {c.url!r}")
+    if not 0.05 <= c.window_seconds <= 60:
+        raise bad("cluster.window_seconds", f"must be 0.05..60, got {c.window_seconds}")
+    if not 1 <= c.ttl_windows <= 100:
+        raise bad("cluster.ttl_windows", f"must be 1..100, got {c.ttl_windows}")
+    if not 0 < c.timeout_seconds <= c.window_seconds:
+        raise bad("cluster.timeout_seconds",
+                  f"must be in (0, window_seconds={c.window_seconds}], got {c.timeout_seconds}")
+    if c.capacity_bytes_per_second < 0:
+        raise bad("cluster.capacity_bytes_per_second", "must be >= 0")
+    if not 1 <= c.headroom <= 4:
+        raise bad("cluster.headroom", f"must be 1..4, got {c.headroom}")
+    if not c.key_prefix or any(ch.isspace() for ch in c.key_prefix + c.node):
+        raise bad("cluster.key_prefix", "must be non-empty, and it and cluster.node without spaces")
 
 
 def parse(data: dict[str, Any], source: str) -> ThemisConfig:

@@ -22,12 +22,14 @@ import pyfuse3
 import trio
 
 from hpcbase.config import ConfigError
+from themis.cluster.link import ClusterLink
 from themis.config import ThemisConfig, load
 from themis.fs import fusectl
 from themis.fs.device import EmulatedDevice
 from themis.fs.io import ScheduledIO
 from themis.fs.lowlevel import install_fallocate
 from themis.fs.operations import PassthroughFS
+from themis.fs.shared_device import SharedEmulatedDevice
 from themis.metrics import ThemisMetrics
 from themis.sched.aio import Gate
 from themis.sched.policy import Policy, PolicyError
@@ -50,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-inflight", type=int, help="chunks running against the backing store")
     p.add_argument("--device-bandwidth", type=float,
                    help="emulate a backing device of this many bytes/s (benchmarks; 0 = off)")
+    p.add_argument("--cluster", metavar="URL",
+                   help="cluster mode: share one global policy via Redis (redis://HOST:PORT/N)")
+    p.add_argument("--cluster-node", metavar="NAME", help="this node's name (default: host name)")
+    p.add_argument("--device-shared", metavar="FILE",
+                   help="emulated device state shared with other daemons (benchmarks)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-file", help="log here instead of stderr")
     p.add_argument("--foreground", "-f", action="store_true", help="do not detach")
@@ -62,7 +69,9 @@ def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         "scheduler": {"policy": args.policy, "dispatcher": args.dispatcher,
                       "max_inflight": args.max_inflight},
         "metrics": {"port": args.metrics_port, "address": args.metrics_address},
-        "device": {"bandwidth_bytes_per_second": args.device_bandwidth},
+        "device": {"bandwidth_bytes_per_second": args.device_bandwidth,
+                   "shared_file": args.device_shared},
+        "cluster": {"url": args.cluster, "node": args.cluster_node},
     }
 
 
@@ -90,6 +99,9 @@ class Daemon:
         self.cli = cli or {}
         s = cfg.scheduler
         dispatcher = make_dispatcher(s.dispatcher, **dict[str, Any](s.dispatcher_options))
+        self.cluster = ClusterLink(cfg.cluster) if cfg.cluster.url else None
+        if self.cluster is not None:  # cluster mode: caps from the global allocation
+            dispatcher = self.cluster.wrap(dispatcher)
         self.scheduler = Scheduler(make_policy(cfg), dispatcher, max_inflight=s.max_inflight,
                                    chunk_bytes=s.chunk_bytes)
         self.metrics = ThemisMetrics(job_ttl=cfg.metrics.job_ttl_seconds)
@@ -97,13 +109,16 @@ class Daemon:
         if t.trust_environment:
             log.warning("%s: tagging.trust_environment is on: any user can claim any job id and "
                         "size through SLURM_* variables", cfg.source)
+        if self.cluster is not None:
+            self.cluster.attach(self.scheduler, self.metrics.registry)
         self.tagger = tagger or Tagger(
             slurm=SlurmJobs(t.slurm_conf or None, ttl=t.slurm_cache_seconds),
             node_name=t.node_name or None, trust_environment=t.trust_environment,
             environ_timeout=t.environ_timeout_seconds, cache_size=t.cache_size)
         self.gate = Gate(self.scheduler)
-        self.io = ScheduledIO(self.gate, EmulatedDevice(cfg.device.bandwidth_bytes_per_second),
-                              self.metrics, io_threads=s.io_threads)
+        bandwidth, shared = cfg.device.bandwidth_bytes_per_second, cfg.device.shared_file
+        device = SharedEmulatedDevice(bandwidth, shared) if shared else EmulatedDevice(bandwidth)
+        self.io = ScheduledIO(self.gate, device, self.metrics, io_threads=s.io_threads)
         self.ops = PassthroughFS(self.backing, self.io, self.tagger, activity=self.metrics,
                                  attr_timeout=cfg.mount.attr_timeout_seconds,
                                  entry_timeout=cfg.mount.entry_timeout_seconds,
@@ -120,6 +135,8 @@ class Daemon:
             s = cfg.scheduler
             options: dict[str, Any] = dict(s.dispatcher_options)
             dispatcher = make_dispatcher(s.dispatcher, seed=self.scheduler.seed, **options)
+            if self.cluster is not None:
+                dispatcher = self.cluster.wrap(dispatcher)
         except (ConfigError, PolicyError, ValueError, TypeError) as exc:
             log.error("reload failed, keeping policy %s: %s", self.scheduler.policy.name, exc)
             self.metrics.reloaded(False)
@@ -181,6 +198,8 @@ class Daemon:
             nursery.start_soon(self._signals)
             nursery.start_soon(self._metrics_loop)
             nursery.start_soon(self._tune_kernel)
+            if self.cluster is not None:
+                nursery.start_soon(self.cluster.run)
             await pyfuse3.main(min_tasks=4, max_tasks=self.cfg.mount.max_tasks)
             nursery.cancel_scope.cancel()
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from themis.iosim.model import MiB, ServerSpec, SimJob
 from themis.iosim.sync import GlobalFairness
-from themis.sched import Policy, Scheduler
+from themis.sched import Policy, Request, Scheduler
 
 DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE = range(7)
 
@@ -169,7 +169,7 @@ class IOSim:
         sched = srv.sched
         chunks = sched.take()
         if chunks:
-            now, inv = self.now + self.spec.overhead, self._inv_bw
+            now, inv = self.now + self._overhead, self._inv_bw
             heap, push = self._heap, heapq.heappush
             seq = self._seq
             for chunk in chunks:
@@ -192,10 +192,11 @@ class IOSim:
             return
         depth, nbytes, tag, servers, nsrv = job.depth, job.nbytes, job.tag, job.servers, job.nsrv
         kick = self._kick
+        rand = job.rng.random if job.random else None
         while proc.outstanding < depth and proc.remaining != 0:
             proc.remaining -= 1
-            if job.random:
-                srv = servers[int(job.rng.random() * nsrv)]
+            if rand is not None:
+                srv = servers[int(rand() * nsrv)]
             else:
                 proc.pos += 1
                 srv = servers[proc.pos % nsrv]
@@ -225,6 +226,7 @@ class IOSim:
     def run(self, duration: float, progress: Callable[[float], None] | None = None) -> SimResult:
         """Simulate ``duration`` seconds; ``progress(now)`` is called now and then."""
         self._inv_bw = self.spec.channels / self.spec.bandwidth
+        self._overhead = self.spec.overhead
         self._nwin = max(1, math.ceil(duration / self.window))
         self._inv_win = 1.0 / self.window
         jobs = [_Job(s, i, self.servers, self.seed, self._nwin, self.min_charge)
@@ -271,7 +273,7 @@ class IOSim:
             if kind == DONE:
                 a.sched.done(b)
                 a.busy -= 1
-                req = b.request
+                req = b if b.__class__ is Request else b.request
                 if req.pending == 0:   # the request is complete: its process goes on
                     proc = req.payload
                     job = proc.job
@@ -298,7 +300,8 @@ class IOSim:
                                 push(t + job.spec.profile.period, PHASE, job)
                     if not job.running and job.outstanding == 0:
                         self._retire(job)
-                kick(a)
+                if a.busy < a.channels:  # unless the process just filled it again
+                    kick(a)
             elif kind == WAKE:
                 issue(a)
             elif kind == PHASE:

@@ -19,7 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mirage.observation import SAMPLE_INTERVAL, WINDOW, BuilderState, ObservationBuilder
-from sim.data import LS6_SIMULATED_NODES
+from sim.calibration import stored_units
 from sim.traces.model import Trace
 
 PAPER_SPLITS_LS6 = {
@@ -35,8 +35,6 @@ VALIDATION_EVERY = 5
 """Every fifth day of the training period is a validation day (so validation spans the
 load regimes of the training months); the other days are training days."""
 
-LS6_TOTAL_UNITS = LS6_SIMULATED_NODES
-"""Nodes to simulate the LS6 A100 log with when none is given (one value, in sim.data)."""
 
 GENERIC_SPLITS = {"train": (0.10, 0.75), "test": (0.80, 0.95)}
 """Fractions of a trace's span when it has no dated split."""
@@ -90,10 +88,12 @@ def _date_to_rel(date: str, start_epoch: float) -> float:
 
 
 def estimate_total_units(trace: Trace) -> int:
-    """The cluster size to simulate: :data:`LS6_TOTAL_UNITS` for the LS6 log, else the
-    trace's, else the peak concurrent use of its recorded schedule."""
-    if os.path.basename(trace.source or "").lower().startswith("ls6"):
-        return LS6_TOTAL_UNITS
+    """The cluster size to simulate: the trace's stored calibration (``hpcsim calibrate``;
+    74 nodes for the LS6 log), else the trace's own size, else the peak concurrent use of its
+    recorded schedule."""
+    units = stored_units(trace)
+    if units:
+        return int(units)
     if trace.total_units:
         return int(trace.total_units)
     start = trace.recorded_start

@@ -117,12 +117,13 @@ def test_several_worlds_are_sampled(small_world, ls6_trace, small_splits):
 def test_cluster_size_and_limit_defaults(ls6_trace, trace_path):
     from dataclasses import replace
 
-    from mirage.envs.world import LS6_TOTAL_UNITS, estimate_total_units, max_limit_of
+    from mirage.envs.world import estimate_total_units, max_limit_of
+    from sim.calibration import stored_units
     from sim.traces.read import read_trace
 
-    assert estimate_total_units(ls6_trace) == LS6_TOTAL_UNITS
+    assert estimate_total_units(ls6_trace) == stored_units(ls6_trace) == 74
     assert max_limit_of(ls6_trace) == 48 * 3600  # a single 120 h exception is set aside
-    anonymous = replace(ls6_trace, source="other.log", total_units=None)
+    anonymous = replace(ls6_trace, source="", total_units=None, digest="")
     peak = estimate_total_units(anonymous)  # peak use of the recorded schedule
     assert int(ls6_trace.units.max()) <= peak < 200
     assert estimate_total_units(read_trace(trace_path("hpc2n-excerpt.swf"))) == 240

@@ -13,8 +13,7 @@ demo: setup
 
 lint: setup
 	.venv/bin/ruff check hpcbase sim mirage themis tests bench scripts
-	# TODO(lead): enable once the tree-wide `ruff format` has been merged:
-	# .venv/bin/ruff format --check hpcbase sim mirage themis tests bench scripts
+	.venv/bin/ruff format --check hpcbase sim mirage themis tests bench scripts
 	.venv/bin/mypy hpcbase sim mirage themis
 
 test: setup lint

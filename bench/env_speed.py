@@ -39,8 +39,10 @@ def main() -> int:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     t = time.perf_counter()
     world = ChainWorld(read_trace(args.trace), total_units=args.total_units, progress=True)
-    print(f"world prepared in {time.perf_counter() - t:.1f} s "
-          f"({len(world.checkpoints)} checkpoints)", flush=True)
+    print(
+        f"world prepared in {time.perf_counter() - t:.1f} s ({len(world.checkpoints)} checkpoints)",
+        flush=True,
+    )
     env = ChainEnv(world, args.split)
     rng = np.random.default_rng(0)
     starts = [world.sample_start(args.split, rng) for _ in range(args.episodes)]
@@ -56,8 +58,10 @@ def main() -> int:
     env_time = time.perf_counter() - t
     env_cpu = time.process_time() - c
     env_rate = steps / env_time
-    print(f"\nenv: {steps} decision steps in {env_time:.2f} s wall ({env_cpu:.2f} s CPU) "
-          f"= {env_rate:.0f} steps/s wall, {steps / env_cpu:.0f} per CPU-second")
+    print(
+        f"\nenv: {steps} decision steps in {env_time:.2f} s wall ({env_cpu:.2f} s CPU) "
+        f"= {env_rate:.0f} steps/s wall, {steps / env_cpu:.0f} per CPU-second"
+    )
 
     sim = world.sim
     per_episode = max(steps // len(starts), 1)
@@ -74,15 +78,19 @@ def main() -> int:
         raw_cpu += time.process_time() - c
         raw_steps += per_episode
     raw_rate = raw_steps / raw_time
-    print(f"raw simulator: {raw_steps} advances of 600 s in {raw_time:.2f} s wall "
-          f"({raw_cpu:.2f} s CPU) = {raw_rate:.0f} steps/s wall, "
-          f"{raw_steps / raw_cpu:.0f} per CPU-second")
+    print(
+        f"raw simulator: {raw_steps} advances of 600 s in {raw_time:.2f} s wall "
+        f"({raw_cpu:.2f} s CPU) = {raw_rate:.0f} steps/s wall, "
+        f"{raw_steps / raw_cpu:.0f} per CPU-second"
+    )
     cpu_rate = steps / env_cpu
-    print(f"RESULT env_steps_per_s={env_rate:.0f} env_steps_per_cpu_s={cpu_rate:.0f} "
-          f"raw_sim_steps_per_s={raw_rate:.0f} raw_sim_steps_per_cpu_s={raw_steps / raw_cpu:.0f} "
-          f"ratio={env_cpu and (steps / env_cpu) / (raw_steps / raw_cpu):.3f} "
-          f"target_steps_per_s=2000 meets_target_per_cpu_s={cpu_rate >= 2000} "
-          f"split={args.split} episodes={len(starts)}")
+    print(
+        f"RESULT env_steps_per_s={env_rate:.0f} env_steps_per_cpu_s={cpu_rate:.0f} "
+        f"raw_sim_steps_per_s={raw_rate:.0f} raw_sim_steps_per_cpu_s={raw_steps / raw_cpu:.0f} "
+        f"ratio={env_cpu and (steps / env_cpu) / (raw_steps / raw_cpu):.3f} "
+        f"target_steps_per_s=2000 meets_target_per_cpu_s={cpu_rate >= 2000} "
+        f"split={args.split} episodes={len(starts)}"
+    )
     return 0
 
 

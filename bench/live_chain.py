@@ -38,17 +38,20 @@ from tests.fixtures.localcluster import LocalCluster, missing_programs  # noqa: 
 SEGMENT = "#!/bin/bash\nsleep 55\n"
 
 
-def keep_loaded(client: CliClient, backlog: int, stop: threading.Event, rng: random.Random,
-                submitted: list[int]) -> None:
+def keep_loaded(
+    client: CliClient, backlog: int, stop: threading.Event, rng: random.Random, submitted: list[int]
+) -> None:
     """Keep ``backlog`` load jobs pending until ``stop``."""
     while not stop.is_set():
         try:
-            pending = sum(1 for j in client.queue(max_age=2.0)
-                          if j.pending and j.name == "load")
+            pending = sum(1 for j in client.queue(max_age=2.0) if j.pending and j.name == "load")
             for _ in range(max(backlog - pending, 0)):
-                submitted.append(client.submit(
-                    f"sleep {rng.randint(40, 110)}",
-                    {"n": 1, "time": "2:00", "J": "load", "output": "/dev/null"}))
+                submitted.append(
+                    client.submit(
+                        f"sleep {rng.randint(40, 110)}",
+                        {"n": 1, "time": "2:00", "J": "load", "output": "/dev/null"},
+                    )
+                )
         except SlurmError as e:
             print(f"load: {e}", file=sys.stderr)
         stop.wait(2.0)
@@ -60,8 +63,9 @@ def summarise(store: ChainStore, ids: list[str]) -> dict[str, float]:
         "gaps": len(gaps),
         "interruption_s": sum(max(g, 0.0) for g in gaps),
         "overlap_s": sum(max(-g, 0.0) for g in gaps),
-        "presubmitted": sum(1 for cid in ids for s in store.segments(cid)
-                            if s.how in ("policy", "afterany")),
+        "presubmitted": sum(
+            1 for cid in ids for s in store.segments(cid) if s.how in ("policy", "afterany")
+        ),
         "completed": sum(1 for cid in ids if store.chain(cid).status == "completed"),
     }
 
@@ -74,8 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy", default="default", help="policy compared with reactive")
     p.add_argument("--warmup", type=float, default=90.0, help="s of load before the chains")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--max-limit", type=float, default=120.0,
-                   help="s; the features' normalisation: the largest limit requested here")
+    p.add_argument(
+        "--max-limit",
+        type=float,
+        default=120.0,
+        help="s; the features' normalisation: the largest limit requested here",
+    )
     args = p.parse_args(argv)
     missing = missing_programs()
     if missing:
@@ -92,11 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"starting a 16-CPU cluster in {cluster.dir}", flush=True)
         cluster.start()
-        client = CliClient(cluster.conf_path, min_interval=1.0,
-                           policy=RetryPolicy(attempts=3, timeout=15))
+        client = CliClient(
+            cluster.conf_path, min_interval=1.0, policy=RetryPolicy(attempts=3, timeout=15)
+        )
         rng = random.Random(args.seed)
-        loader = threading.Thread(target=keep_loaded,
-                                  args=(client, args.backlog, stop, rng, load_ids), daemon=True)
+        loader = threading.Thread(
+            target=keep_loaded, args=(client, args.backlog, stop, rng, load_ids), daemon=True
+        )
         loader.start()
         history = QueueHistory(window=window, sample_interval=5.0, max_limit=args.max_limit)
         service = DecisionService(history, decision_interval=5.0)
@@ -115,8 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         ids: dict[str, list[str]] = {"reactive": [], args.policy: []}
         for _ in range(args.chains):  # interleaved: both policies see the same queue
             for spec in ids:
-                c = store.create_chain(str(script), str(workdir), args.segments, spec, False,
-                                       ["-t", "1", "-n", "1", "-o", "/dev/null"], "bench")
+                c = store.create_chain(
+                    str(script),
+                    str(workdir),
+                    args.segments,
+                    spec,
+                    False,
+                    ["-t", "1", "-n", "1", "-o", "/dev/null"],
+                    "bench",
+                )
                 ids[spec].append(c.id)
         all_ids = [c for v in ids.values() for c in v]
         total = len(all_ids) * args.segments
@@ -141,21 +158,29 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     r, d = res["reactive"], res[args.policy]
-    print(f"{'policy':32} {'gaps':>5} {'pre-submitted':>13} {'interruption s':>15} "
-          f"{'overlap s':>10} {'completed':>9}")
+    print(
+        f"{'policy':32} {'gaps':>5} {'pre-submitted':>13} {'interruption s':>15} "
+        f"{'overlap s':>10} {'completed':>9}"
+    )
     for name, v in (("reactive", r), (policy_name, d)):
-        print(f"{name:32} {v['gaps']:>5} {v['presubmitted']:>13} {v['interruption_s']:>15.0f} "
-              f"{v['overlap_s']:>10.0f} {v['completed']:>9}")
+        print(
+            f"{name:32} {v['gaps']:>5} {v['presubmitted']:>13} {v['interruption_s']:>15.0f} "
+            f"{v['overlap_s']:>10.0f} {v['completed']:>9}"
+        )
     ratio = r["interruption_s"] / d["interruption_s"] if d["interruption_s"] else float("inf")
-    print(f"interruption reactive / {policy_name}: {ratio:.2f}x; overlap "
-          f"{d['overlap_s']:.0f} s vs {r['overlap_s']:.0f} s (reactive)")
-    print(f"RESULT policy={args.policy.replace(' ', '_')} "
-          f"policy_used={policy_name.split()[0]} chains={args.chains} segments={args.segments} "
-          f"gaps={d['gaps']} "
-          f"reactive_interruption_s={r['interruption_s']:.0f} "
-          f"reactive_overlap_s={r['overlap_s']:.0f} "
-          f"policy_interruption_s={d['interruption_s']:.0f} "
-          f"policy_overlap_s={d['overlap_s']:.0f} interruption_ratio={ratio:.2f}")
+    print(
+        f"interruption reactive / {policy_name}: {ratio:.2f}x; overlap "
+        f"{d['overlap_s']:.0f} s vs {r['overlap_s']:.0f} s (reactive)"
+    )
+    print(
+        f"RESULT policy={args.policy.replace(' ', '_')} "
+        f"policy_used={policy_name.split()[0]} chains={args.chains} segments={args.segments} "
+        f"gaps={d['gaps']} "
+        f"reactive_interruption_s={r['interruption_s']:.0f} "
+        f"reactive_overlap_s={r['overlap_s']:.0f} "
+        f"policy_interruption_s={d['interruption_s']:.0f} "
+        f"policy_overlap_s={d['overlap_s']:.0f} interruption_ratio={ratio:.2f}"
+    )
     return 0
 
 

@@ -56,8 +56,13 @@ def hpcsim(*args: str) -> tuple[dict, str, float, float]:
     """Run ``python -m sim.cli ARGS`` in a fresh process: (timings, stdout, wall s, CPU s)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True,
-                         cwd=ROOT, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     wall = time.perf_counter() - w0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
@@ -90,9 +95,13 @@ def add_recorded(plain: Path, schedule: Path, out: Path) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--jobs", type=int, default=450_000)
-    ap.add_argument("--load", type=float, default=0.85, help="offered load of the generated workload")
+    ap.add_argument(
+        "--load", type=float, default=0.85, help="offered load of the generated workload"
+    )
     ap.add_argument("--workdir", type=Path, help="keep the workloads and outputs here")
     args = ap.parse_args()
     from rich.console import Console
@@ -111,34 +120,58 @@ def main() -> int:
         conf = work / "multifactor.conf"
         conf.write_text(MULTIFACTOR_CONF)
         runs: dict[str, tuple[dict, str, float, float]] = {}
-        runs["baseline"] = hpcsim("replay", str(plain), "--slurm-conf", str(conf),
-                                  "--no-cache", "--no-progress", "--out", str(work / "base.csv"),
-                                  "--timings", str(work / "t-base.json"))
+        runs["baseline"] = hpcsim(
+            "replay",
+            str(plain),
+            "--slurm-conf",
+            str(conf),
+            "--no-cache",
+            "--no-progress",
+            "--out",
+            str(work / "base.csv"),
+            "--timings",
+            str(work / "t-base.json"),
+        )
         add_recorded(plain, work / "base.csv", recorded)
         for old in work.glob(f".{recorded.name}.*.parquet"):
             old.unlink()
         common = ("--no-progress", "--out", str(work / "schedule.csv"))
-        runs["cold"] = hpcsim("replay", str(recorded), "--no-cache", *common,
-                              "--timings", str(work / "t-cold.json"))
+        runs["cold"] = hpcsim(
+            "replay", str(recorded), "--no-cache", *common, "--timings", str(work / "t-cold.json")
+        )
         hpcsim("replay", str(recorded), *common)  # fills the Parquet cache (untimed)
-        runs["cached"] = hpcsim("replay", str(recorded), *common,
-                                "--timings", str(work / "t-cached.json"))
+        runs["cached"] = hpcsim(
+            "replay", str(recorded), *common, "--timings", str(work / "t-cached.json")
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()
 
-    table = Table(title=f"hpcsim replay end to end, {args.jobs:,} jobs (8,192 procs, load {args.load})")
-    for col in ("case", "process wall s", "process CPU s", "read s / MB", "simulate s / MB",
-                "report s / MB", "ratio CPU vs baseline"):
+    table = Table(
+        title=f"hpcsim replay end to end, {args.jobs:,} jobs (8,192 procs, load {args.load})"
+    )
+    for col in (
+        "case",
+        "process wall s",
+        "process CPU s",
+        "read s / MB",
+        "simulate s / MB",
+        "report s / MB",
+        "ratio CPU vs baseline",
+    ):
         table.add_column(col, justify="right")
     base_cpu = runs["baseline"][3]
     for name, (t, _, wall, cpu) in runs.items():
         ph = t["phases"]
-        cells = [f"{ph[p]['cpu_s']:.2f} / {ph[p]['peak_mb']:.0f}" for p in ("read", "simulate", "report")]
+        cells = [
+            f"{ph[p]['cpu_s']:.2f} / {ph[p]['peak_mb']:.0f}" for p in ("read", "simulate", "report")
+        ]
         table.add_row(name, f"{wall:.2f}", f"{cpu:.2f}", *cells, f"{cpu / base_cpu:.2f}")
     console.print(table)
-    console.print("phases: CPU seconds / peak RSS during the phase (MB); process: whole "
-                  "command including interpreter start and imports")
+    console.print(
+        "phases: CPU seconds / peak RSS during the phase (MB); process: whole "
+        "command including interpreter start and imports"
+    )
     print("\nreport of the cached run:")
     print(runs["cached"][1])
     t_cold, t_cached = runs["cold"][0]["phases"], runs["cached"][0]["phases"]
@@ -157,7 +190,9 @@ def main() -> int:
         "baseline_cpu_s": round(base_cpu, 2),
         "ratio_vs_baseline": round(cached_cpu / base_cpu, 2),
         "cold_ratio_vs_baseline": round(runs["cold"][3] / base_cpu, 2),
-        "read_speedup_cached": round(t_cold["read"]["cpu_s"] / max(t_cached["read"]["cpu_s"], 1e-9), 1),
+        "read_speedup_cached": round(
+            t_cold["read"]["cpu_s"] / max(t_cached["read"]["cpu_s"], 1e-9), 1
+        ),
         "target_20s_cpu": "met" if cached_cpu <= TARGET_S else "missed",
         "target_20s_cold_cpu": "met" if runs["cold"][3] <= TARGET_S else "missed",
     }

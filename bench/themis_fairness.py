@@ -121,20 +121,36 @@ def free_port() -> int:
 class Mount:
     """One ``themis mount`` daemon; :meth:`use` switches its policy live (SIGHUP)."""
 
-    def __init__(self, backing: Path, mnt: Path, args: argparse.Namespace,
-                 bandwidth: float) -> None:
+    def __init__(
+        self, backing: Path, mnt: Path, args: argparse.Namespace, bandwidth: float
+    ) -> None:
         self.mnt = mnt
         self.port = free_port()
         self.config = backing.parent / "themis.toml"
         self.log = backing.parent / "themis.log"
         self.args = args
         self._write_config("fifo")
-        cmd = [sys.executable, "-m", "themis.cli", "mount", str(backing), str(mnt), "--foreground",
-               "--config", str(self.config), "--metrics-port", str(self.port),
-               "--device-bandwidth", str(bandwidth), "--log-file", str(self.log)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "themis.cli",
+            "mount",
+            str(backing),
+            str(mnt),
+            "--foreground",
+            "--config",
+            str(self.config),
+            "--metrics-port",
+            str(self.port),
+            "--device-bandwidth",
+            str(bandwidth),
+            "--log-file",
+            str(self.log),
+        ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         deadline = time.monotonic() + 30
         while not is_mounted(mnt):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -144,9 +160,11 @@ class Mount:
 
     def _write_config(self, policy: str) -> None:
         # the jobs are made up (no Slurm knows them): the daemon must believe SLURM_*
-        text = (f'log_level = "warning"\n[tagging]\ntrust_environment = true\n'
-                f'[scheduler]\npolicy = "{policy}"\n'
-                f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n')
+        text = (
+            f'log_level = "warning"\n[tagging]\ntrust_environment = true\n'
+            f'[scheduler]\npolicy = "{policy}"\n'
+            f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n'
+        )
         atomic_write(self.config, text)
 
     def use(self, policy: str) -> None:
@@ -159,8 +177,12 @@ class Mount:
         while time.monotonic() < deadline:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics") as resp:
                 text = resp.read().decode()
-            if any(line.startswith("themis_policy_info") and f'policy="{policy}"' in line
-                   and line.endswith(" 1.0") for line in text.splitlines()):
+            if any(
+                line.startswith("themis_policy_info")
+                and f'policy="{policy}"' in line
+                and line.endswith(" 1.0")
+                for line in text.splitlines()
+            ):
                 self.policy = policy
                 return
             time.sleep(0.05)
@@ -177,8 +199,10 @@ def daemon_failure(proc: subprocess.Popen[str], log: Path) -> str:
         proc.kill()
     _, err = proc.communicate()
     text = log.read_text() if log.exists() else "(it wrote no log file)"
-    return (f"themis mount failed to start (exit status {proc.returncode}):\n"
-            f"{(err or '').strip()}\n{text}")
+    return (
+        f"themis mount failed to start (exit status {proc.returncode}):\n"
+        f"{(err or '').strip()}\n{text}"
+    )
 
 
 def missing_requirements() -> list[str]:
@@ -194,8 +218,9 @@ def missing_requirements() -> list[str]:
     return why
 
 
-def run_jobs(where: Path, jobs: list[Job], mode: str, args: argparse.Namespace,
-             seconds: float) -> dict[str, float]:
+def run_jobs(
+    where: Path, jobs: list[Job], mode: str, args: argparse.Namespace, seconds: float
+) -> dict[str, float]:
     """Run every job's workers concurrently; returns bytes/s per job over the common window."""
     where.mkdir(parents=True, exist_ok=True)
     where.chmod(0o777)
@@ -210,14 +235,39 @@ def run_jobs(where: Path, jobs: list[Job], mode: str, args: argparse.Namespace,
     stop_at = start_at + seconds
     procs: list[tuple[Job, subprocess.Popen[str]]] = []
     for job in jobs:
-        env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job.name, "SLURM_NNODES": str(job.nodes),
-               "SLURM_JOB_NUM_NODES": str(job.nodes)}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "SLURM_JOB_ID": job.name,
+            "SLURM_NNODES": str(job.nodes),
+            "SLURM_JOB_NUM_NODES": str(job.nodes),
+        }
         for w in range(args.workers):
-            cmd = [user_python(), "-c", WORKER, str(where / f"{job.name}-{w}"), mode,
-                   str(args.block), repr(start_at), repr(stop_at), str(SPAN)]
-            procs.append((job, subprocess.Popen(cmd, env=env, user=job.uid, group=job.gid,
-                                                extra_groups=[], stdout=subprocess.PIPE,
-                                                text=True, cwd="/")))
+            cmd = [
+                user_python(),
+                "-c",
+                WORKER,
+                str(where / f"{job.name}-{w}"),
+                mode,
+                str(args.block),
+                repr(start_at),
+                repr(stop_at),
+                str(SPAN),
+            ]
+            procs.append(
+                (
+                    job,
+                    subprocess.Popen(
+                        cmd,
+                        env=env,
+                        user=job.uid,
+                        group=job.gid,
+                        extra_groups=[],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        cwd="/",
+                    ),
+                )
+            )
     rates: dict[str, float] = {job.name: 0.0 for job in jobs}
     for job, proc in procs:
         out, _ = proc.communicate(timeout=seconds + 120)
@@ -250,8 +300,11 @@ def gate_cost_us(policy: str, requests: int = 20000) -> float:
 
 def target_of(figure: str) -> str:
     """The target of a figure, for the table (the checks hold the same numbers)."""
-    if figure.endswith("size_ratio") and figure != "fifo_size_ratio" or figure.startswith(
-            "size_fair"):
+    if (
+        figure.endswith("size_ratio")
+        and figure != "fifo_size_ratio"
+        or figure.startswith("size_fair")
+    ):
         return "4 +-10%"
     if figure.endswith("_ratio") and figure != "fifo_size_ratio":
         return "1 +-10%"
@@ -266,12 +319,24 @@ def within(value: float, target: float, tol: float = 0.10) -> bool:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--duration", type=float, default=6.0,
-                   help="seconds measured per scenario on the emulated device")
-    p.add_argument("--cpu-duration", type=float, default=3.0,
-                   help="seconds measured per scenario without emulation")
-    p.add_argument("--cpu-rounds", type=int, default=3,
-                   help="repetitions of each policy without emulation (medians are used)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=6.0,
+        help="seconds measured per scenario on the emulated device",
+    )
+    p.add_argument(
+        "--cpu-duration",
+        type=float,
+        default=3.0,
+        help="seconds measured per scenario without emulation",
+    )
+    p.add_argument(
+        "--cpu-rounds",
+        type=int,
+        default=3,
+        help="repetitions of each policy without emulation (medians are used)",
+    )
     p.add_argument("--bandwidth", type=float, default=200e6, help="emulated device, bytes/s")
     p.add_argument("--workers", type=int, default=8, help="processes per job")
     p.add_argument("--block", type=int, default=256 * 1024, help="bytes per write/read call")
@@ -305,8 +370,9 @@ def main(argv: list[str] | None = None) -> int:
 
     paired: dict[tuple[str, str], float] = {}  # (policy, scenario) -> total / adjacent fifo's
 
-    def measure(mount: Mount, policy: str, scenario: str, phase: str,
-                seconds: float) -> dict[str, float]:
+    def measure(
+        mount: Mount, policy: str, scenario: str, phase: str, seconds: float
+    ) -> dict[str, float]:
         nonlocal step
         mount.use(policy)
         name, mode = (scenario[:-5], "read") if scenario.endswith("-read") else (scenario, "write")
@@ -341,16 +407,20 @@ def main(argv: list[str] | None = None) -> int:
                 for policy in ["fifo", *PLAN]:
                     for scenario in ("lone", "size"):
                         measure(mount, policy, scenario, "cpu", args.cpu_duration)
-            native = run_jobs(backing / "native", SCENARIOS["lone"], "write", args,
-                              args.cpu_duration)
+            native = run_jobs(
+                backing / "native", SCENARIOS["lone"], "write", args, args.cpu_duration
+            )
             step += 1
             print(f"[{step:2d}/{steps}] native tmpfs lone: {sum(native.values()) / MiB:.0f} MiB/s")
             measure(mount, "fifo", "lone", "proxy", args.cpu_duration)
-            native2 = run_jobs(backing / "native", SCENARIOS["lone"], "write", args,
-                               args.cpu_duration)
+            native2 = run_jobs(
+                backing / "native", SCENARIOS["lone"], "write", args, args.cpu_duration
+            )
             native = {k: (v + native2[k]) / 2 for k, v in native.items()}
-            print(f"[{steps:2d}/{steps}] native tmpfs lone again; mean "
-                  f"{sum(native.values()) / MiB:.0f} MiB/s")
+            print(
+                f"[{steps:2d}/{steps}] native tmpfs lone again; mean "
+                f"{sum(native.values()) / MiB:.0f} MiB/s"
+            )
         finally:
             mount.stop()
         proxy = total(("fifo", "lone", "proxy"))
@@ -406,11 +476,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in figures.items():
         print(f"  {name:43s} {value:8.3f}  {target_of(name)}")
     failed = [name for name, ok in checks.items() if not ok]
-    print(f"checks: {len(checks) - len(failed)}/{len(checks)} met"
-          + (f"; missed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"checks: {len(checks) - len(failed)}/{len(checks)} met"
+        + (f"; missed: {', '.join(failed)}" if failed else "")
+    )
     fields = " ".join(f"{k}={v:.3f}" for k, v in figures.items())
-    print(f"RESULT {fields} checks_met={len(checks) - len(failed)} checks_total={len(checks)} "
-          f"dispatcher={args.dispatcher} duration_s={args.duration:g}")
+    print(
+        f"RESULT {fields} checks_met={len(checks) - len(failed)} checks_total={len(checks)} "
+        f"dispatcher={args.dispatcher} duration_s={args.duration:g}"
+    )
     return 0
 
 

@@ -140,12 +140,8 @@ def fio(directory: Path, w: Workload, runtime: float) -> float:
     return float(side["bw_bytes"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pyfuse3-example", type=Path, help="pyfuse3's examples/passthroughfs.py")
-    p.add_argument("--runtime", type=float, default=10.0, help="cap per fio run, seconds")
-    p.add_argument("--only", help="comma-separated substrings of target labels to run")
-    args = p.parse_args(argv)
+def missing_requirements() -> list[str]:
+    """What this machine lacks for the benchmark (empty when it can run)."""
     why = []
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         why.append("needs root and /dev/fuse")
@@ -155,6 +151,34 @@ def main(argv: list[str] | None = None) -> int:
         import pyfuse3  # noqa: F401
     except ImportError:
         why.append("needs pyfuse3 (the 'fuse' extra)")
+    return why
+
+
+def _baseline_targets(
+    example: Path | None, backing: Path, mnt: Path
+) -> tuple[list[tuple[str, list[str] | None]], list[str]]:
+    """Native tmpfs and, when given, pyfuse3's own passthrough example."""
+    targets: list[tuple[str, list[str] | None]] = [("native tmpfs", None)]
+    notes = []
+    if example and example.is_file():
+        targets.append(
+            ("pyfuse3 passthrough example", [sys.executable, str(example), str(backing), str(mnt)])
+        )
+    else:
+        notes.append(
+            "pyfuse3 passthrough example: not measured (the installed pyfuse3 ships "
+            "no examples; pass --pyfuse3-example PATH)"
+        )
+    return targets, notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pyfuse3-example", type=Path, help="pyfuse3's examples/passthroughfs.py")
+    p.add_argument("--runtime", type=float, default=10.0, help="cap per fio run, seconds")
+    p.add_argument("--only", help="comma-separated substrings of target labels to run")
+    args = p.parse_args(argv)
+    why = missing_requirements()
     if why:
         print("themis_fio: " + "; ".join(why))
         print("RESULT skipped=1")
@@ -163,20 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     backing, mnt = base / "backing", base / "mnt"
     backing.mkdir()
     mnt.mkdir()
-    targets: list[tuple[str, list[str] | None]] = [("native tmpfs", None)]
-    notes = []
-    if args.pyfuse3_example and args.pyfuse3_example.is_file():
-        targets.append(
-            (
-                "pyfuse3 passthrough example",
-                [sys.executable, str(args.pyfuse3_example), str(backing), str(mnt)],
-            )
-        )
-    else:
-        notes.append(
-            "pyfuse3 passthrough example: not measured (the installed pyfuse3 ships "
-            "no examples; pass --pyfuse3-example PATH)"
-        )
+    targets, notes = _baseline_targets(args.pyfuse3_example, backing, mnt)
     for label, policy, disp, opts in THEMIS:
         cfg = base / f"{policy}-{disp}.toml"
         text = f'[scheduler]\npolicy = "{policy}"\ndispatcher = "{disp}"\n'

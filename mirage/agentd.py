@@ -62,20 +62,23 @@ class Agentd:
         self.last_error = ""
         self.cfg = cfg
         self._apply(cfg)
-        self.server = AgentdServer(cfg.http.listen, cfg.http.port, self.metrics,
-                                   lambda: self.service, self.health)
+        self.server = AgentdServer(
+            cfg.http.listen, cfg.http.port, self.metrics, lambda: self.service, self.health
+        )
 
     # ---- configuration -------------------------------------------------------------------
     def _client(self, cfg: Config) -> SlurmClient:
         s = cfg.slurm
-        policy = RetryPolicy(attempts=s.retry_attempts, timeout=s.retry_timeout,
-                             backoff=min(1.0, s.retry_timeout))
+        policy = RetryPolicy(
+            attempts=s.retry_attempts, timeout=s.retry_timeout, backoff=min(1.0, s.retry_timeout)
+        )
         if s.backend == "cli":
             env = {"SLURM_CONF": s.conf} if s.conf else {}
             runner = CommandRunner(policy, env=env, run=self.metrics.timed_run())
             return CliClient(min_interval=s.min_interval, runner=runner)
-        return get_client(s.backend, conf=s.conf or None, min_interval=s.min_interval,
-                          policy=policy)
+        return get_client(
+            s.backend, conf=s.conf or None, min_interval=s.min_interval, policy=policy
+        )
 
     def _apply(self, cfg: Config) -> None:
         h = cfg.history
@@ -83,8 +86,12 @@ class Agentd:
         if old is None or (old.window, old.sample_interval) != (h.window, h.sample_interval):
             if old is not None:
                 old.save()
-            history = QueueHistory(h.window, h.sample_interval, h.max_limit or None,
-                                   path=Path(h.state_dir) / "history.npz")
+            history = QueueHistory(
+                h.window,
+                h.sample_interval,
+                h.max_limit or None,
+                path=Path(h.state_dir) / "history.npz",
+            )
             try:
                 if history.load():
                     log.info("history restored: %d samples", history.samples)
@@ -95,8 +102,9 @@ class Agentd:
             history.max_limit_override = h.max_limit or None
         self.history = history
         self.metrics.history_samples.set(history.samples)
-        self.service = DecisionService(history, cfg.decisions.decision_interval,
-                                       allowed=set(cfg.decisions.policies))
+        self.service = DecisionService(
+            history, cfg.decisions.decision_interval, allowed=set(cfg.decisions.policies)
+        )
         self.client = self._client(cfg)
         self._drivers: dict[str, ChainDriver] = {}
         for d in list(self._stores):
@@ -114,8 +122,11 @@ class Agentd:
             self.metrics.reloads.labels("error").inc()
             return False
         if (cfg.http.listen, cfg.http.port) != (self.cfg.http.listen, self.cfg.http.port):
-            log.warning("http.listen/http.port changes need a restart; keeping %s:%d",
-                        self.cfg.http.listen, self.server.port)
+            log.warning(
+                "http.listen/http.port changes need a restart; keeping %s:%d",
+                self.cfg.http.listen,
+                self.server.port,
+            )
         self._apply(cfg)
         self.metrics.reloads.labels("ok").inc()
         log.info("configuration reloaded from %s", cfg.path)
@@ -125,9 +136,12 @@ class Agentd:
     def health(self) -> tuple[bool, dict[str, Any]]:
         age = time.time() - self.history.last_sample if self.history.samples else None
         ok = self.last_sample_ok and age is not None and age <= 3 * self.history.sample_interval
-        return ok, {"samples": self.history.samples,
-                    "last_sample_age_seconds": None if age is None else round(age, 1),
-                    "active_chains": len(self._locks), "last_error": self.last_error}
+        return ok, {
+            "samples": self.history.samples,
+            "last_sample_age_seconds": None if age is None else round(age, 1),
+            "active_chains": len(self._locks),
+            "last_error": self.last_error,
+        }
 
     # ---- work ----------------------------------------------------------------------------
     def sample(self) -> None:
@@ -169,10 +183,13 @@ class Agentd:
             driver = self._drivers.get(d)
             if driver is None:  # one per directory and configuration: paces decisions
                 driver = self._drivers[d] = ChainDriver(
-                    store, self.client, self.service,
+                    store,
+                    self.client,
+                    self.service,
                     decision_interval=self.cfg.decisions.decision_interval,
                     metrics=self.metrics,
-                    poll_age=min(self.cfg.chains.poll_interval / 2, 30.0))
+                    poll_age=min(self.cfg.chains.poll_interval / 2, 30.0),
+                )
             for chain in store.chains(status=ACTIVE, driver="agentd"):
                 key = (d, chain.id)
                 if key not in self._locks:
@@ -198,8 +215,12 @@ class Agentd:
 
     def run(self) -> int:
         self.server.start()
-        log.info("agentd: serving on %s:%d; sampling every %g s", self.cfg.http.listen,
-                 self.server.port, self.history.sample_interval)
+        log.info(
+            "agentd: serving on %s:%d; sampling every %g s",
+            self.cfg.http.listen,
+            self.server.port,
+            self.history.sample_interval,
+        )
         try:
             while not self.stop_event.is_set():
                 if self.reload_requested.is_set():
@@ -208,9 +229,12 @@ class Agentd:
                 if self.history.due():
                     self.sample()
                 self.drive_chains()
-                wait = min(self.cfg.chains.poll_interval,
-                           max(self.history.last_sample + self.history.sample_interval
-                               - time.time(), 0.2) if self.history.samples else 1.0)
+                wait = min(
+                    self.cfg.chains.poll_interval,
+                    max(self.history.last_sample + self.history.sample_interval - time.time(), 0.2)
+                    if self.history.samples
+                    else 1.0,
+                )
                 self.stop_event.wait(wait)
         finally:
             self.shutdown()
@@ -232,8 +256,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", default=DEFAULT_CONFIG, help=f"TOML file (default {DEFAULT_CONFIG})")
     p.add_argument("--check", action="store_true", help="validate the configuration and exit")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         cfg = config_mod.load(args.config)
     except ConfigError as e:

@@ -190,10 +190,17 @@ class HindsightData:
         remap = np.full(self.episodes, -1)
         remap[episodes] = np.arange(len(episodes))
         return HindsightData(
-            meta=dict(self.meta), episode=remap[self.episode[keep]], step=self.step[keep],
-            now=self.now[keep], gap=self.gap[keep], hist_end=self.hist_end[keep],
-            ctx=self.ctx[keep], hist=self.hist, ep_t0=self.ep_t0[episodes],
-            ep_units=self.ep_units[episodes], ep_end_gap=self.ep_end_gap[episodes],
+            meta=dict(self.meta),
+            episode=remap[self.episode[keep]],
+            step=self.step[keep],
+            now=self.now[keep],
+            gap=self.gap[keep],
+            hist_end=self.hist_end[keep],
+            ctx=self.ctx[keep],
+            hist=self.hist,
+            ep_t0=self.ep_t0[episodes],
+            ep_units=self.ep_units[episodes],
+            ep_end_gap=self.ep_end_gap[episodes],
         )
 
 
@@ -214,9 +221,14 @@ def from_records(recs: Sequence[dict[str, Any]], meta: dict[str, Any]) -> Hindsi
         nows.append(np.asarray(r["now"], float))
         gaps.append(np.asarray(r["gap"], float))
     return HindsightData(
-        meta=dict(meta), episode=np.concatenate(eps), step=np.concatenate(steps),
-        now=np.concatenate(nows), gap=np.concatenate(gaps), hist_end=np.concatenate(ends),
-        ctx=np.concatenate(ctx), hist=np.concatenate(hist),
+        meta=dict(meta),
+        episode=np.concatenate(eps),
+        step=np.concatenate(steps),
+        now=np.concatenate(nows),
+        gap=np.concatenate(gaps),
+        hist_end=np.concatenate(ends),
+        ctx=np.concatenate(ctx),
+        hist=np.concatenate(hist),
         ep_t0=np.array([r["t0"] for r in recs], float),
         ep_units=np.array([r["units"] for r in recs], np.int64),
         ep_end_gap=np.array([r["end_gap"] for r in recs], float),
@@ -239,8 +251,13 @@ def save(data: HindsightData, path: str | Path) -> Path:
     md = {b"mirage": json.dumps(data.meta).encode()}
     ep = data.episode
     cols: dict[str, Any] = {
-        "episode": ep, "step": data.step, "now": data.now, "gap": data.gap,
-        "hist_end": data.hist_end, "t0": data.ep_t0[ep], "units": data.ep_units[ep],
+        "episode": ep,
+        "step": data.step,
+        "now": data.now,
+        "gap": data.gap,
+        "hist_end": data.hist_end,
+        "t0": data.ep_t0[ep],
+        "units": data.ep_units[ep],
         "end_gap": data.ep_end_gap[ep],
     }
     cols.update({f"ctx{i}": data.ctx[:, i] for i in range(N_FEATURES)})
@@ -278,19 +295,28 @@ def load(path: str | Path) -> HindsightData:
     ep = c["episode"].astype(np.int64)
     first = np.flatnonzero(np.r_[True, ep[1:] != ep[:-1]])
     return HindsightData(
-        meta=meta, episode=ep, step=c["step"].astype(np.int64), now=c["now"], gap=c["gap"],
+        meta=meta,
+        episode=ep,
+        step=c["step"].astype(np.int64),
+        now=c["now"],
+        gap=c["gap"],
         hist_end=c["hist_end"].astype(np.int64),
         ctx=np.stack([c[f"ctx{i}"] for i in range(N_FEATURES)], 1).astype(np.float32),
         hist=np.stack([hist.column(f"f{i}").to_numpy() for i in range(N_FEATURES)], 1).astype(
             np.float32
         ),
-        ep_t0=c["t0"][first], ep_units=c["units"][first].astype(np.int64),
+        ep_t0=c["t0"][first],
+        ep_units=c["units"][first].astype(np.int64),
         ep_end_gap=c["end_gap"][first],
     )
 
 
 def dataset_meta(
-    world: ChainWorld, split: str, episodes: int, seed: int, decision_interval: float,
+    world: ChainWorld,
+    split: str,
+    episodes: int,
+    seed: int,
+    decision_interval: float,
     chain_units: Sequence[int],
 ) -> dict[str, Any]:
     """What a dataset was made from (kept in its schema metadata)."""
@@ -321,8 +347,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_world_args(p)
     p.add_argument("--split", default="train", help="train, validation or test")
     p.add_argument("--episodes", type=int, default=400, help="chains to label (default 400)")
-    p.add_argument("--chain-sizes", default=None,
-                   help="comma list of chain job sizes drawn per chain (default --chain-units)")
+    p.add_argument(
+        "--chain-sizes",
+        default=None,
+        help="comma list of chain job sizes drawn per chain (default --chain-units)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the chains' start times")
     p.add_argument("--decision-interval", type=float, default=DATASET_DECISION_INTERVAL)
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
@@ -345,8 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"unknown split {args.split!r}; have {', '.join(world.splits)}")
     starts = sample_starts(world, args.split, args.episodes, chain_units, args.seed)
     recs = collect(world, starts, args.decision_interval, args.jobs, progress=not args.no_progress)
-    meta = dataset_meta(world, args.split, args.episodes, args.seed, args.decision_interval,
-                        chain_units)
+    meta = dataset_meta(
+        world, args.split, args.episodes, args.seed, args.decision_interval, chain_units
+    )
     try:
         data = from_records(recs, meta)
     except DatasetError as exc:

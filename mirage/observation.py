@@ -279,8 +279,11 @@ class ObservationBuilder:
         row[Q["run_remaining_p10"]] = _q(rem, 0.1) * lim
         row[Q["run_remaining_p50"]] = _q(rem, 0.5) * lim
         freed = np.cumsum(ru[order])
-        for name, horizon in (("free_in_1h", 3600.0), ("free_in_6h", 6 * 3600.0),
-                              ("free_in_24h", 24 * 3600.0)):
+        for name, horizon in (
+            ("free_in_1h", 3600.0),
+            ("free_in_6h", 6 * 3600.0),
+            ("free_in_24h", 24 * 3600.0),
+        ):
             k = int(np.searchsorted(rem, horizon, side="right"))
             row[Q[name]] = (freed[k - 1] if k else 0) * u
         row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim

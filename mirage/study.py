@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, unit_sizes
 from mirage.envs.world import ChainSpec, ChainWorld
-from hpcbase.atomic import atomic_write
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -47,8 +47,13 @@ def _log(msg: str) -> None:
 
 
 def make_data(
-    world: ChainWorld, out: Path, split: str, episodes: int, seed: int,
-    chain_units: Sequence[int], jobs: int,
+    world: ChainWorld,
+    out: Path,
+    split: str,
+    episodes: int,
+    seed: int,
+    chain_units: Sequence[int],
+    jobs: int,
 ) -> Path:
     """The hindsight data of ``split`` (reused if the file exists)."""
     from mirage import dataset as ds
@@ -77,7 +82,11 @@ def _train_task(task: tuple[str, int, str, str, str]) -> tuple[str, int, dict[st
 
 
 def train_all(
-    out: Path, agents: Sequence[str], seeds: Sequence[int], train_path: Path, val_path: Path,
+    out: Path,
+    agents: Sequence[str],
+    seeds: Sequence[int],
+    train_path: Path,
+    val_path: Path,
     jobs: int,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """Every agent and seed (in parallel processes); their metadata."""
@@ -134,8 +143,12 @@ def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None
     scores = predict(lambda obs: __import__("torch").as_tensor(policy.score(obs.numpy())), val)
     threshold, stats = tune_threshold(val, scores, objective, max_overlap)
     meta = dict(policy.meta)
-    meta.update(threshold=threshold, objective=objective, max_overlap_hours=max_overlap,
-                validation={k: getattr(stats, k) for k in stats.__slots__})
+    meta.update(
+        threshold=threshold,
+        objective=objective,
+        max_overlap_hours=max_overlap,
+        validation={k: getattr(stats, k) for k in stats.__slots__},
+    )
     with zipfile.ZipFile(path) as zf:
         members = {n: zf.read(n) for n in zf.namelist() if n != META_NAME}
     members[META_NAME] = json.dumps(meta, indent=1, sort_keys=True).encode()
@@ -161,8 +174,12 @@ def seed_table(
             if s["level"] == level and s["agent"] in labels:
                 by_agent.setdefault(labels[s["agent"]][0], []).append(s)
         for agent, parts in by_agent.items():
-            row: dict[str, Any] = {"level": level, "agent": agent, "seeds": len(parts),
-                                   "chains": parts[0]["chains"]}
+            row: dict[str, Any] = {
+                "level": level,
+                "agent": agent,
+                "seeds": len(parts),
+                "chains": parts[0]["chains"],
+            }
             vals = {
                 **{k: [p[k] for p in parts] for k in keys},
                 "interruption_hours": [p["interruption_hours"]["mean"] for p in parts],
@@ -190,7 +207,8 @@ def seed_markdown(rows: list[dict[str, Any]], title: str) -> str:
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for r in part:
-            def pm(k: str, pct: bool = False) -> str:
+
+            def pm(k: str, pct: bool = False, r: dict[str, Any] = r) -> str:
                 if pct:
                     return f"{r[k]:.0%} ± {r[k + '_sd']:.0%}" if r["seeds"] > 1 else f"{r[k]:.0%}"
                 return f"{r[k]:.2f} ± {r[k + '_sd']:.2f}" if r["seeds"] > 1 else f"{r[k]:.2f}"
@@ -205,8 +223,15 @@ def seed_markdown(rows: list[dict[str, Any]], title: str) -> str:
 
 
 def run_test(
-    world: ChainWorld, out: Path, name: str, specs: Sequence[str], units: int, episodes: int,
-    seed: int, jobs: int, split: str = "test",
+    world: ChainWorld,
+    out: Path,
+    name: str,
+    specs: Sequence[str],
+    units: int,
+    episodes: int,
+    seed: int,
+    jobs: int,
+    split: str = "test",
 ) -> list[dict[str, Any]]:
     """``mirage eval`` of ``specs`` on ``split`` for ``units``-node chains; its summary."""
     from mirage.eval.report import summarise, write_results
@@ -224,9 +249,15 @@ def run_test(
     agents = [agent_label(s) for s in specs]
     summary = summarise(rows, agents)
     meta = {
-        "trace": Path(world.trace.source or "").name, "split": split, "episodes": episodes,
-        "seed": seed, "agents": agents, "total_units": world.total_units, "chain": asdict(chain),
-        "decision_interval": 600.0, "command": "mirage study",
+        "trace": Path(world.trace.source or "").name,
+        "split": split,
+        "episodes": episodes,
+        "seed": seed,
+        "agents": agents,
+        "total_units": world.total_units,
+        "chain": asdict(chain),
+        "decision_interval": 600.0,
+        "command": "mirage study",
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
     }
     write_results(folder, rows, summary, meta)
@@ -245,10 +276,17 @@ def plot_bars(path: Path, rows: list[dict[str, Any]], title: str) -> None:
     part = [r for r in rows if r["level"] == "all"]
     names = [r["agent"] for r in part]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, key, label in ((axes[0], "abs_gap_hours_mean", "mean |gap| (h)"),
-                           (axes[1], "uninterrupted_share", "uninterrupted share")):
-        ax.bar(names, [r[key] for r in part], yerr=[r[key + "_sd"] for r in part], capsize=3,
-               color=["tab:grey" if r["seeds"] == 1 else "tab:blue" for r in part])
+    for ax, key, label in (
+        (axes[0], "abs_gap_hours_mean", "mean |gap| (h)"),
+        (axes[1], "uninterrupted_share", "uninterrupted share"),
+    ):
+        ax.bar(
+            names,
+            [r[key] for r in part],
+            yerr=[r[key + "_sd"] for r in part],
+            capsize=3,
+            color=["tab:grey" if r["seeds"] == 1 else "tab:blue" for r in part],
+        )
         ax.set_ylabel(label)
         ax.tick_params(axis="x", rotation=60, labelsize=8)
         ax.grid(axis="y", alpha=0.3)
@@ -267,11 +305,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--train-episodes", type=int, default=400)
     p.add_argument("--validation-episodes", type=int, default=150)
     p.add_argument("--test-episodes", type=int, default=200)
-    p.add_argument("--chain-sizes", default="1,8",
-                   help="chain sizes: drawn per training chain; one test table each")
+    p.add_argument(
+        "--chain-sizes",
+        default="1,8",
+        help="chain sizes: drawn per training chain; one test table each",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
-    p.add_argument("--stage", default="all", choices=("data", "train", "all"),
-                   help="stop after this stage (default: all, through the test tables)")
+    p.add_argument(
+        "--stage",
+        default="all",
+        choices=("data", "train", "all"),
+        help="stop after this stage (default: all, through the test tables)",
+    )
     p.add_argument("--out", required=True, help="output folder")
     return p
 
@@ -292,20 +337,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     metas = train_all(out, agents, seeds, train_path, val_path, args.jobs)
     default, means = choose_default(metas)
     if AGGRESSIVE_AGENT in agents:
-        default_overlap = np.mean([m["validation"]["overlap"] for (a, _), m in metas.items()
-                                   if a == default])
+        default_overlap = np.mean(
+            [m["validation"]["overlap"] for (a, _), m in metas.items() if a == default]
+        )
         for s in seeds:
             metas[AGGRESSIVE_AGENT, s] = retune(
-                model_path(out, AGGRESSIVE_AGENT, s), val_path, "uninterrupted",
-                OVERLAP_BUDGET * float(default_overlap))
-    means = {a: float(np.mean([m["validation"]["abs_gap"] for (b, _), m in metas.items() if b == a]))
-             for a in agents}
+                model_path(out, AGGRESSIVE_AGENT, s),
+                val_path,
+                "uninterrupted",
+                OVERLAP_BUDGET * float(default_overlap),
+            )
+    means = {
+        a: float(np.mean([m["validation"]["abs_gap"] for (b, _), m in metas.items() if b == a]))
+        for a in agents
+    }
     best_seed = min(seeds, key=lambda s: metas[default, s]["validation"]["abs_gap"])
-    choice = {"default": default, "default_seed": best_seed, "validation_abs_gap": means,
-              "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())}}
+    choice = {
+        "default": default,
+        "default_seed": best_seed,
+        "validation_abs_gap": means,
+        "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())},
+    }
     atomic_write(out / "choice.json", json.dumps(choice, indent=1).encode())
-    _log(f"default: {default} (seed {best_seed}); validation mean |gap|: "
-         + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()))
+    _log(
+        f"default: {default} (seed {best_seed}); validation mean |gap|: "
+        + ", ".join(f"{a} {v:.2f} h" for a, v in means.items())
+    )
     if args.stage == "train":
         return 0
     labels: dict[str, tuple[str, int | None]] = {b: (b, None) for b in BASELINES}
@@ -314,13 +371,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in seeds:
             specs.append(str(model_path(out, a, s)))
             labels[f"{a}-s{s}"] = (a, s)
-    report = [f"# Mirage study: {Path(args.trace).name}", "",
-              f"Default agent: **{default}** (seed {best_seed} ships). Validation mean |gap| "
-              "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()), ""]
+    report = [
+        f"# Mirage study: {Path(args.trace).name}",
+        "",
+        f"Default agent: **{default}** (seed {best_seed} ships). Validation mean |gap| "
+        "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()),
+        "",
+    ]
     tables: dict[str, Any] = {}
     for units in sizes:
-        summary = run_test(world, out, f"test-{units}node", specs, units, args.test_episodes,
-                           seed=2, jobs=args.jobs)
+        summary = run_test(
+            world,
+            out,
+            f"test-{units}node",
+            specs,
+            units,
+            args.test_episodes,
+            seed=2,
+            jobs=args.jobs,
+        )
         rows = seed_table(summary, labels)
         tables[f"{units}node"] = rows
         report.append(seed_markdown(rows, f"Test split, {units}-node chains"))

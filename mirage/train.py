@@ -92,7 +92,7 @@ def train_hindsight(
         model.learn(total_timesteps=online_steps, progress_bar=progress)
     cpu = time.process_time() - began
     scores = predict(module.score(model), validation)
-    objective = objective or getattr(module, "OBJECTIVE", "abs_gap")
+    objective = str(objective or getattr(module, "OBJECTIVE", "abs_gap"))
     threshold, val = tune_threshold(validation, scores, objective, max_overlap)
     meta = {
         "trace": data.meta.get("trace"),
@@ -141,8 +141,14 @@ def train(
     th.set_num_threads(1)
     worlds = world if isinstance(world, list) else [world]
     env = Monitor(
-        ChainEnv(worlds, "train", chain, decision_interval=decision_interval,
-                 reward_scale=reward_scale, decide_within=decide_within)
+        ChainEnv(
+            worlds,
+            "train",
+            chain,
+            decision_interval=decision_interval,
+            reward_scale=reward_scale,
+            decide_within=decide_within,
+        )
     )
     world = worlds[0]
     env.reset(seed=seed)
@@ -181,26 +187,56 @@ def _parser() -> argparse.ArgumentParser:
     add_world_args(p, trace_required=False)
     p.add_argument("--agent", required=True, choices=LEARNED)
     p.add_argument("--dataset", default=None, help="hindsight training data (mirage dataset)")
-    p.add_argument("--validation", default=None,
-                   help="hindsight validation data, on which the threshold is chosen")
-    p.add_argument("--objective", default=None, choices=("abs_gap", "uninterrupted"),
-                   help="threshold objective (default: the agent's; abs_gap for most)")
-    p.add_argument("--max-overlap-hours", type=float, default=None,
-                   help="with --objective uninterrupted: mean overlap budget in hours")
-    p.add_argument("--online-steps", type=int, default=0,
-                   help="SB3 online learning on the env after hindsight training (needs --trace)")
-    p.add_argument("--steps", type=int, default=50_000,
-                   help="env steps of RL alone (without --dataset; default 50000)")
+    p.add_argument(
+        "--validation",
+        default=None,
+        help="hindsight validation data, on which the threshold is chosen",
+    )
+    p.add_argument(
+        "--objective",
+        default=None,
+        choices=("abs_gap", "uninterrupted"),
+        help="threshold objective (default: the agent's; abs_gap for most)",
+    )
+    p.add_argument(
+        "--max-overlap-hours",
+        type=float,
+        default=None,
+        help="with --objective uninterrupted: mean overlap budget in hours",
+    )
+    p.add_argument(
+        "--online-steps",
+        type=int,
+        default=0,
+        help="SB3 online learning on the env after hindsight training (needs --trace)",
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=50_000,
+        help="env steps of RL alone (without --dataset; default 50000)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="MODEL.zip to write")
-    p.add_argument("--decision-interval", type=float, default=1800.0,
-                   help="simulated seconds between training decisions on the env (default 1800)")
+    p.add_argument(
+        "--decision-interval",
+        type=float,
+        default=1800.0,
+        help="simulated seconds between training decisions on the env (default 1800)",
+    )
     p.add_argument("--reward-scale", type=float, default=0.1)
-    p.add_argument("--decide-within-hours", type=float, default=24.0,
-                   help="RL alone: the agent decides only in the predecessor's last H hours "
-                   "(default 24; 0 = over its whole run)")
-    p.add_argument("--logdir", default=None,
-                   help="RL: CSV (and TensorBoard) logs; default OUT's name + '.logs'")
+    p.add_argument(
+        "--decide-within-hours",
+        type=float,
+        default=24.0,
+        help="RL alone: the agent decides only in the predecessor's last H hours "
+        "(default 24; 0 = over its whole run)",
+    )
+    p.add_argument(
+        "--logdir",
+        default=None,
+        help="RL: CSV (and TensorBoard) logs; default OUT's name + '.logs'",
+    )
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -220,18 +256,32 @@ def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: P
         if not args.trace:
             p.error("--online-steps needs --trace")
         worlds = [build_world(args, not args.no_progress, n) for n in unit_sizes(args.total_units)]
-        env = ChainEnv(worlds, "train", chain_spec(args), decision_interval=args.decision_interval,
-                       reward_scale=args.reward_scale)
+        env = ChainEnv(
+            worlds,
+            "train",
+            chain_spec(args),
+            decision_interval=args.decision_interval,
+            reward_scale=args.reward_scale,
+        )
     model, meta = train_hindsight(
-        args.agent, data, val, args.seed, objective=args.objective,
-        max_overlap=args.max_overlap_hours, online_env=env, online_steps=args.online_steps,
+        args.agent,
+        data,
+        val,
+        args.seed,
+        objective=args.objective,
+        max_overlap=args.max_overlap_hours,
+        online_env=env,
+        online_steps=args.online_steps,
         progress=not args.no_progress,
     )
     save_model(model, out, args.agent, meta)
     v = meta["validation"]
-    print(f"saved {out} ({meta['train_cpu_seconds']} CPU-s); validation: mean |gap| "
-          f"{v['abs_gap']:.2f} h, uninterrupted {v['uninterrupted']:.0%}, threshold "
-          f"{meta['threshold']:.4g}", file=sys.stderr)
+    print(
+        f"saved {out} ({meta['train_cpu_seconds']} CPU-s); validation: mean |gap| "
+        f"{v['abs_gap']:.2f} h, uninterrupted {v['uninterrupted']:.0%}, threshold "
+        f"{meta['threshold']:.4g}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -254,12 +304,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     worlds = [build_world(args, not args.no_progress, n) for n in unit_sizes(args.total_units)]
     logdir = args.logdir or str(out.with_suffix("")) + ".logs"
     model, meta = train(
-        worlds, args.agent, args.steps, args.seed, chain_spec(args),
-        decision_interval=args.decision_interval, reward_scale=args.reward_scale,
+        worlds,
+        args.agent,
+        args.steps,
+        args.seed,
+        chain_spec(args),
+        decision_interval=args.decision_interval,
+        reward_scale=args.reward_scale,
         decide_within=args.decide_within_hours * 3600 or None,
-        logdir=logdir, progress=not args.no_progress,
+        logdir=logdir,
+        progress=not args.no_progress,
     )
     save_model(model, out, args.agent, meta)
-    print(f"saved {out} ({meta['episodes']} episodes, {meta['train_seconds']} s); logs in {logdir}",
-          file=sys.stderr)
+    print(
+        f"saved {out} ({meta['episodes']} episodes, {meta['train_seconds']} s); logs in {logdir}",
+        file=sys.stderr,
+    )
     return 0

@@ -10,10 +10,22 @@ def register(cls: type, /) -> None: ...
 def plan(order: list[Any], n_test: int, params: MapParams, /) -> list[int]: ...
 def estimate(order: list[Any], target: int, params: MapParams, /) -> float | None: ...
 def refresh(
-    order: list[Any], tick: float, w_age: float, max_age: float, w_fs: float,
-    fs: np.ndarray | None, /,
+    order: list[Any],
+    tick: float,
+    w_age: float,
+    max_age: float,
+    w_fs: float,
+    fs: np.ndarray | None,
+    /,
 ) -> bool: ...
 def fairshare_tick(
-    usage: np.ndarray, run_units: np.ndarray, accrued: np.ndarray, stamp: np.ndarray,
-    now: float, decay: float, n_users: int, out: np.ndarray, /,
+    usage: np.ndarray,
+    run_units: np.ndarray,
+    accrued: np.ndarray,
+    stamp: np.ndarray,
+    now: float,
+    decay: float,
+    n_users: int,
+    out: np.ndarray,
+    /,
 ) -> None: ...

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcbase.atomic import atomic_write
 from sim.config import SlurmConfig
 from sim.phases import gc_paused
 from sim.traces.cache import dir_writable, user_cache_dir
 from sim.traces.model import Trace
-from hpcbase.atomic import atomic_write
 
 SCHEMA = 1
 SUFFIX = ".calibration.json"

@@ -8,7 +8,10 @@ from hpcbase.cli import dispatch
 
 COMMANDS = {
     "replay": ("sim.replay_cli", "replay a trace through the simulator and report"),
-    "calibrate": ("sim.calibrate_cli", "find the cluster size that reproduces a trace's recorded waits"),
+    "calibrate": (
+        "sim.calibrate_cli",
+        "find the cluster size that reproduces a trace's recorded waits",
+    ),
     "generate": ("sim.generate", "write a synthetic Lublin-Feitelson-like workload (SWF)"),
 }
 

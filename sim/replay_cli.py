@@ -27,24 +27,87 @@ MAX_WARNINGS_SHOWN = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hpcsim replay", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("trace", nargs="?", help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice")
+    p = argparse.ArgumentParser(
+        prog="hpcsim replay",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "trace",
+        nargs="?",
+        help="trace file (SWF, sacct export or CSV); default: the embedded LS6 slice",
+    )
     p.add_argument("--slurm-conf", type=Path, help="slurm.conf whose scheduling settings to use")
-    p.add_argument("--nodes", type=int, help="cluster size in the trace's units (nodes or processors); "
-                   "default: the trace's stored calibration, else its own size")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        help="cluster size in the trace's units (nodes or processors); "
+        "default: the trace's stored calibration, else its own size",
+    )
     p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
-    p.add_argument("--strict", action="store_true", help="a malformed row is an error, not a warning")
+    p.add_argument(
+        "--strict", action="store_true", help="a malformed row is an error, not a warning"
+    )
     p.add_argument("--out", type=Path, help="per-job schedule, .csv or .parquet")
     p.add_argument("--plot", type=Path, help="utilisation and wait plot, .png")
-    p.add_argument("--no-cache", action="store_true",
-                   help="parse the trace text even when a Parquet cache of it exists")
-    p.add_argument("--no-calibration", action="store_true",
-                   help="ignore a stored calibration (size from the trace or --nodes)")
-    p.add_argument("--timings", type=Path, metavar="JSON",
-                   help="write each phase's wall/CPU seconds and peak memory as JSON")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="parse the trace text even when a Parquet cache of it exists",
+    )
+    p.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="ignore a stored calibration (size from the trace or --nodes)",
+    )
+    p.add_argument(
+        "--timings",
+        type=Path,
+        metavar="JSON",
+        help="write each phase's wall/CPU seconds and peak memory as JSON",
+    )
     p.add_argument("--no-progress", action="store_true")
     return p
+
+
+def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]
+    """The cluster size (and config) to replay with, and where it came from."""
+    size_from = "--nodes" if total else ""
+    if total is None and not args.no_calibration:
+        from sim.calibration import load, with_knobs
+
+        cal = load(trace)
+        if cal is not None:
+            total = cal.units
+            size_from = f"calibration {cal.path}"
+            if cal.knobs and not args.slurm_conf:
+                cfg = with_knobs(cfg, cal.knobs)
+                knobs = ", ".join(f"{k}={v:g}" for k, v in cal.knobs.items())
+                size_from += f" (with {knobs})"
+    if total is None and embedded:
+        from sim.data import default_total_units
+
+        total, size_from = default_total_units(), "the embedded trace's default"
+    return total, cfg, size_from
+
+
+def _report_table(title: str, summary, comparison, speed: str) -> Table:  # type: ignore[no-untyped-def]
+    """The replay's summary, beside the recorded figures when the trace has them."""
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("simulated", justify="right")
+    if comparison is not None:
+        table.add_column("recorded", justify="right")
+    pad = [""] if comparison is not None else []
+    for k, v in summary.rows():
+        table.add_row(k, v, *pad)
+    if comparison is not None:
+        table.add_section()
+        for k, v, r in comparison.rows():
+            table.add_row(k, v, r)
+        table.add_section()
+    table.add_row("simulation time", speed, *pad)
+    return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,22 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for w in trace.warnings[:MAX_WARNINGS_SHOWN]:
         console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     if len(trace.warnings) > MAX_WARNINGS_SHOWN:
-        console.print(f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]")
-    size_from = "--nodes" if total else ""
-    if total is None and not args.no_calibration:
-        from sim.calibration import load, with_knobs
-
-        cal = load(trace)
-        if cal is not None:
-            total = cal.units
-            size_from = f"calibration {cal.path}"
-            if cal.knobs and not args.slurm_conf:
-                cfg = with_knobs(cfg, cal.knobs)
-                size_from += " (with " + ", ".join(f"{k}={v:g}" for k, v in cal.knobs.items()) + ")"
-    if total is None and embedded:
-        from sim.data import default_total_units
-
-        total, size_from = default_total_units(), "the embedded trace's default"
+        console.print(
+            f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
+        )
+    total, cfg, size_from = _cluster_size(args, trace, cfg, total, embedded)
     if size_from:
         console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     from sim.engine import Simulator
@@ -105,21 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=malformed)
         comparison = compare(df, sim.total_units)
         title = f"{Path(path).name}: {len(trace)} jobs on {sim.total_units} {trace.unit}"
-        table = Table(title=title)
-        table.add_column("metric")
-        table.add_column("simulated", justify="right")
-        if comparison is not None:
-            table.add_column("recorded", justify="right")
-        pad = [""] if comparison is not None else []
-        for k, v in s.rows():
-            table.add_row(k, v, *pad)
-        if comparison is not None:
-            table.add_section()
-            for k, v, r in comparison.rows():
-                table.add_row(k, v, r)
-            table.add_section()
-        table.add_row("simulation time",
-                      f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)", *pad)
+        speed = f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)"
+        table = _report_table(title, s, comparison, speed)
         out.print(table)
         if comparison is not None and (text := comparison.warning()) is not None:
             console.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
@@ -134,8 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"[red]error:[/red] {e}", soft_wrap=True)
             return 2
     if args.timings:
-        data = {"jobs": len(trace), "phases": timer.as_dict(), "wall_s": timer.wall_s,
-                "cpu_s": timer.cpu_s}
+        data = {
+            "jobs": len(trace),
+            "phases": timer.as_dict(),
+            "wall_s": timer.wall_s,
+            "cpu_s": timer.cpu_s,
+        }
         try:
             args.timings.write_text(json.dumps(data, indent=1) + "\n")
         except OSError as e:

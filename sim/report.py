@@ -87,7 +87,9 @@ class Summary:
         ]
 
 
-def summarize(df: pd.DataFrame, total_units: int, *, pending_left: int = 0, malformed: int = 0) -> Summary:
+def summarize(
+    df: pd.DataFrame, total_units: int, *, pending_left: int = 0, malformed: int = 0
+) -> Summary:
     ran = df[df["start"].notna()]
     wait = ran["wait"].to_numpy()
     run = (ran["end"] - ran["start"]).to_numpy()
@@ -128,8 +130,14 @@ class WaitStats:
     utilisation: float
 
     @classmethod
-    def of(cls, wait: np.ndarray, run: np.ndarray, units: np.ndarray, submit: np.ndarray,
-           total_units: int) -> WaitStats:
+    def of(
+        cls,
+        wait: np.ndarray,
+        run: np.ndarray,
+        units: np.ndarray,
+        submit: np.ndarray,
+        total_units: int,
+    ) -> WaitStats:
         if not wait.size:
             return cls(math.nan, math.nan, math.nan, math.nan, math.nan)
         q50, q90, q95 = np.percentile(wait, [50, 90, 95]) / 3600

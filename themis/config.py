@@ -181,7 +181,9 @@ def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) ->
     if t.cache_size < 1:
         raise _bad(src, "tagging.cache_size", f"must be >= 1, got {t.cache_size}")
     if not 0 <= t.slurm_cache_seconds <= 3600:
-        raise _bad(src, "tagging.slurm_cache_seconds", f"must be 0..3600, got {t.slurm_cache_seconds}")
+        raise _bad(
+            src, "tagging.slurm_cache_seconds", f"must be 0..3600, got {t.slurm_cache_seconds}"
+        )
     if not 0 <= me.port <= 65535:
         raise _bad(src, "metrics.port", f"must be 0..65535, got {me.port}")
     if me.job_ttl_seconds < 0:
@@ -198,8 +200,10 @@ def _validate_cluster(c: ClusterConfig, bad: Any) -> None:
     if not 1 <= c.ttl_windows <= 100:
         raise bad("cluster.ttl_windows", f"must be 1..100, got {c.ttl_windows}")
     if not 0 < c.timeout_seconds <= c.window_seconds:
-        raise bad("cluster.timeout_seconds",
-                  f"must be in (0, window_seconds={c.window_seconds}], got {c.timeout_seconds}")
+        raise bad(
+            "cluster.timeout_seconds",
+            f"must be in (0, window_seconds={c.window_seconds}], got {c.timeout_seconds}",
+        )
     if c.capacity_bytes_per_second < 0:
         raise bad("cluster.capacity_bytes_per_second", "must be >= 0")
     if not 1 <= c.headroom <= 4:

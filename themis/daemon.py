@@ -50,13 +50,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     p.add_argument("--metrics-address", help="address for the metrics endpoint")
     p.add_argument("--max-inflight", type=int, help="chunks running against the backing store")
-    p.add_argument("--device-bandwidth", type=float,
-                   help="emulate a backing device of this many bytes/s (benchmarks; 0 = off)")
-    p.add_argument("--cluster", metavar="URL",
-                   help="cluster mode: share one global policy via Redis (redis://HOST:PORT/N)")
+    p.add_argument(
+        "--device-bandwidth",
+        type=float,
+        help="emulate a backing device of this many bytes/s (benchmarks; 0 = off)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="URL",
+        help="cluster mode: share one global policy via Redis (redis://HOST:PORT/N)",
+    )
     p.add_argument("--cluster-node", metavar="NAME", help="this node's name (default: host name)")
-    p.add_argument("--device-shared", metavar="FILE",
-                   help="emulated device state shared with other daemons (benchmarks)")
+    p.add_argument(
+        "--device-shared",
+        metavar="FILE",
+        help="emulated device state shared with other daemons (benchmarks)",
+    )
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-file", help="log here instead of stderr")
     p.add_argument("--foreground", "-f", action="store_true", help="do not detach")
@@ -66,11 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
 def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The configuration fields the command line sets (they win over the file, also on SIGHUP)."""
     return {
-        "scheduler": {"policy": args.policy, "dispatcher": args.dispatcher,
-                      "max_inflight": args.max_inflight},
+        "scheduler": {
+            "policy": args.policy,
+            "dispatcher": args.dispatcher,
+            "max_inflight": args.max_inflight,
+        },
         "metrics": {"port": args.metrics_port, "address": args.metrics_address},
-        "device": {"bandwidth_bytes_per_second": args.device_bandwidth,
-                   "shared_file": args.device_shared},
+        "device": {
+            "bandwidth_bytes_per_second": args.device_bandwidth,
+            "shared_file": args.device_shared,
+        },
         "cluster": {"url": args.cluster, "node": args.cluster_node},
     }
 
@@ -102,27 +116,40 @@ class Daemon:
         self.cluster = ClusterLink(cfg.cluster) if cfg.cluster.url else None
         if self.cluster is not None:  # cluster mode: caps from the global allocation
             dispatcher = self.cluster.wrap(dispatcher)
-        self.scheduler = Scheduler(make_policy(cfg), dispatcher, max_inflight=s.max_inflight,
-                                   chunk_bytes=s.chunk_bytes)
+        self.scheduler = Scheduler(
+            make_policy(cfg), dispatcher, max_inflight=s.max_inflight, chunk_bytes=s.chunk_bytes
+        )
         self.metrics = ThemisMetrics(job_ttl=cfg.metrics.job_ttl_seconds)
         t = cfg.tagging
         if t.trust_environment:
-            log.warning("%s: tagging.trust_environment is on: any user can claim any job id and "
-                        "size through SLURM_* variables", cfg.source)
+            log.warning(
+                "%s: tagging.trust_environment is on: any user can claim any job id and "
+                "size through SLURM_* variables",
+                cfg.source,
+            )
         if self.cluster is not None:
             self.cluster.attach(self.scheduler, self.metrics.registry)
         self.tagger = tagger or Tagger(
             slurm=SlurmJobs(t.slurm_conf or None, ttl=t.slurm_cache_seconds),
-            node_name=t.node_name or None, trust_environment=t.trust_environment,
-            environ_timeout=t.environ_timeout_seconds, cache_size=t.cache_size)
+            node_name=t.node_name or None,
+            trust_environment=t.trust_environment,
+            environ_timeout=t.environ_timeout_seconds,
+            cache_size=t.cache_size,
+        )
         self.gate = Gate(self.scheduler)
         bandwidth, shared = cfg.device.bandwidth_bytes_per_second, cfg.device.shared_file
         device = SharedEmulatedDevice(bandwidth, shared) if shared else EmulatedDevice(bandwidth)
         self.io = ScheduledIO(self.gate, device, self.metrics, io_threads=s.io_threads)
-        self.ops = PassthroughFS(self.backing, self.io, self.tagger, activity=self.metrics,
-                                 attr_timeout=cfg.mount.attr_timeout_seconds,
-                                 entry_timeout=cfg.mount.entry_timeout_seconds,
-                                 xattrs=cfg.mount.xattrs, keep_cache=cfg.mount.keep_cache)
+        self.ops = PassthroughFS(
+            self.backing,
+            self.io,
+            self.tagger,
+            activity=self.metrics,
+            attr_timeout=cfg.mount.attr_timeout_seconds,
+            entry_timeout=cfg.mount.entry_timeout_seconds,
+            xattrs=cfg.mount.xattrs,
+            keep_cache=cfg.mount.keep_cache,
+        )
         self._stop_metrics: Callable[[], None] | None = None
         self._backing_ok = True
 
@@ -144,10 +171,17 @@ class Daemon:
         self.scheduler.set_policy(policy, dispatcher)
         self.scheduler.max_inflight = s.max_inflight  # takes effect as running chunks finish
         self.metrics.job_ttl = cfg.metrics.job_ttl_seconds
-        self.cfg = replace(self.cfg, scheduler=s, metrics=replace(
-            self.cfg.metrics, job_ttl_seconds=cfg.metrics.job_ttl_seconds))
-        log.info("reloaded %s: policy %s, dispatcher %s", self.config_path or "<no file>",
-                 policy.name, self.scheduler.dispatcher.name)
+        self.cfg = replace(
+            self.cfg,
+            scheduler=s,
+            metrics=replace(self.cfg.metrics, job_ttl_seconds=cfg.metrics.job_ttl_seconds),
+        )
+        log.info(
+            "reloaded %s: policy %s, dispatcher %s",
+            self.config_path or "<no file>",
+            policy.name,
+            self.scheduler.dispatcher.name,
+        )
         self.metrics.reloaded(True)
         self.metrics.update(self.scheduler.stats())
         return True
@@ -173,8 +207,10 @@ class Daemon:
             if ok:
                 log.warning("backing directory %s is back", self.backing)
             else:
-                log.error("backing directory %s is gone: callers get ENOENT/ESTALE until it "
-                          "returns", self.backing)
+                log.error(
+                    "backing directory %s is gone: callers get ENOENT/ESTALE until it returns",
+                    self.backing,
+                )
             self._backing_ok = ok
             self.metrics.backing.set(1 if ok else 0)
         return ok
@@ -190,8 +226,7 @@ class Daemon:
     async def _tune_kernel(self) -> None:
         """Raise the kernel's limit of background requests once FUSE INIT is through."""
         await trio.sleep(0.2)
-        await trio.to_thread.run_sync(fusectl.tune, self.mountpoint,
-                                      self.cfg.mount.max_background)
+        await trio.to_thread.run_sync(fusectl.tune, self.mountpoint, self.cfg.mount.max_background)
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -213,11 +248,17 @@ class Daemon:
         install_fallocate(self.ops.fallocate)
         try:
             if self.cfg.metrics.port:
-                self._stop_metrics = self.metrics.serve(self.cfg.metrics.port,
-                                                        self.cfg.metrics.address)
-            log.info("mounted %s on %s: policy %s, dispatcher %s, metrics port %s",
-                     self.backing, self.mountpoint, self.scheduler.policy.name,
-                     self.scheduler.dispatcher.name, self.cfg.metrics.port or "off")
+                self._stop_metrics = self.metrics.serve(
+                    self.cfg.metrics.port, self.cfg.metrics.address
+                )
+            log.info(
+                "mounted %s on %s: policy %s, dispatcher %s, metrics port %s",
+                self.backing,
+                self.mountpoint,
+                self.scheduler.policy.name,
+                self.scheduler.dispatcher.name,
+                self.cfg.metrics.port or "off",
+            )
             if ready is not None:
                 os.write(ready, b"ok")
                 os.close(ready)
@@ -247,8 +288,9 @@ def sd_notify(message: str) -> None:
 
 def _setup_logging(level: str, path: str | None) -> None:
     handler: logging.Handler = logging.FileHandler(path) if path else logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s themis[%(process)d] %(levelname)s "
-                                           "%(name)s: %(message)s"))
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s themis[%(process)d] %(levelname)s %(name)s: %(message)s")
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

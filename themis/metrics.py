@@ -44,36 +44,58 @@ class ThemisMetrics:
         self.clock = clock
         self._jobs: dict[str, _Job] = {}
         r = self.registry
-        self.bytes = Counter("themis_io_bytes", "Bytes read or written, by job",
-                             [*JOB_LABELS, "op"], registry=r)
-        self.ops = Counter("themis_io_operations", "Read or write requests, by job",
-                           [*JOB_LABELS, "op"], registry=r)
-        self.open_files = Gauge("themis_job_open_files", "Files the job holds open",
-                                JOB_LABELS, registry=r)
-        self.target = Gauge("themis_job_target_share_ratio",
-                            "The policy's share for the job among competing jobs", JOB_LABELS,
-                            registry=r)
-        self.achieved = Gauge("themis_job_achieved_share_ratio",
-                              "The job's share of bytes over the recent dispatch window",
-                              JOB_LABELS, registry=r)
-        self.queued_bytes = Gauge("themis_job_queued_bytes", "Bytes the job has waiting",
-                                  JOB_LABELS, registry=r)
-        self.nodes = Gauge("themis_job_nodes", "The job's node count as the policy uses it",
-                           JOB_LABELS, registry=r)
+        self.bytes = Counter(
+            "themis_io_bytes", "Bytes read or written, by job", [*JOB_LABELS, "op"], registry=r
+        )
+        self.ops = Counter(
+            "themis_io_operations",
+            "Read or write requests, by job",
+            [*JOB_LABELS, "op"],
+            registry=r,
+        )
+        self.open_files = Gauge(
+            "themis_job_open_files", "Files the job holds open", JOB_LABELS, registry=r
+        )
+        self.target = Gauge(
+            "themis_job_target_share_ratio",
+            "The policy's share for the job among competing jobs",
+            JOB_LABELS,
+            registry=r,
+        )
+        self.achieved = Gauge(
+            "themis_job_achieved_share_ratio",
+            "The job's share of bytes over the recent dispatch window",
+            JOB_LABELS,
+            registry=r,
+        )
+        self.queued_bytes = Gauge(
+            "themis_job_queued_bytes", "Bytes the job has waiting", JOB_LABELS, registry=r
+        )
+        self.nodes = Gauge(
+            "themis_job_nodes", "The job's node count as the policy uses it", JOB_LABELS, registry=r
+        )
         self.queue_depth = Gauge("themis_queue_depth", "Chunks waiting for dispatch", registry=r)
-        self.inflight = Gauge("themis_inflight_chunks", "Chunks running against the backing store",
-                              registry=r)
+        self.inflight = Gauge(
+            "themis_inflight_chunks", "Chunks running against the backing store", registry=r
+        )
         self.jobs = Gauge("themis_jobs", "Jobs known to the daemon (not yet expired)", registry=r)
-        self.policy = Gauge("themis_policy_info", "The active policy and dispatcher",
-                            ["policy", "dispatcher"], registry=r)
-        self.reloads = Counter("themis_reloads", "Configuration reloads (SIGHUP), by outcome",
-                               ["outcome"], registry=r)
-        self.expired = Counter("themis_jobs_expired",
-                               "Jobs whose series were removed after the TTL",
-                               registry=r)
-        self.backing = Gauge("themis_backing_available",
-                             "1 while the backing directory exists, 0 while it is gone",
-                             registry=r)
+        self.policy = Gauge(
+            "themis_policy_info",
+            "The active policy and dispatcher",
+            ["policy", "dispatcher"],
+            registry=r,
+        )
+        self.reloads = Counter(
+            "themis_reloads", "Configuration reloads (SIGHUP), by outcome", ["outcome"], registry=r
+        )
+        self.expired = Counter(
+            "themis_jobs_expired", "Jobs whose series were removed after the TTL", registry=r
+        )
+        self.backing = Gauge(
+            "themis_backing_available",
+            "1 while the backing directory exists, 0 while it is gone",
+            registry=r,
+        )
         self.backing.set(1)
         self._policy_labels: tuple[str, str] | None = None
 
@@ -134,12 +156,20 @@ class ThemisMetrics:
     def expire(self) -> list[str]:
         """Remove the series of jobs idle past the TTL with no open file; returns their ids."""
         now = self.clock()
-        gone = [jid for jid, job in self._jobs.items()
-                if job.open_files == 0 and now - job.last_seen >= self.job_ttl]
+        gone = [
+            jid
+            for jid, job in self._jobs.items()
+            if job.open_files == 0 and now - job.last_seen >= self.job_ttl
+        ]
         for jid in gone:
             labels = self._labels(self._jobs.pop(jid).tag)
-            for gauge in (self.open_files, self.target, self.achieved, self.queued_bytes,
-                          self.nodes):
+            for gauge in (
+                self.open_files,
+                self.target,
+                self.achieved,
+                self.queued_bytes,
+                self.nodes,
+            ):
                 _remove(gauge, labels)
             for counter in (self.bytes, self.ops):
                 for op in ("read", "write"):

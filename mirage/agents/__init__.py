@@ -58,6 +58,13 @@ def observation_builder_for(policy: Policy, total_units: int, max_limit: float) 
 
 
 __all__ = [
-    "DEFAULT_MODEL", "LEARNED", "Decision", "DecisionContext", "Policy", "baseline_names",
-    "default_model_path", "load_policy", "observation_builder_for",
+    "DEFAULT_MODEL",
+    "LEARNED",
+    "Decision",
+    "DecisionContext",
+    "Policy",
+    "baseline_names",
+    "default_model_path",
+    "load_policy",
+    "observation_builder_for",
 ]

@@ -86,8 +86,11 @@ def upper_bound_index(n: int, quantile: float, confidence: float) -> int:
     log_q, log_p = math.log(quantile), math.log1p(-quantile)
     for k in range(n):
         cdf += math.exp(
-            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * log_q + (n - k) * log_p
+            math.lgamma(n + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(n - k + 1)
+            + k * log_q
+            + (n - k) * log_p
         )
         if cdf >= confidence:
             return k

@@ -39,8 +39,9 @@ def build(env: gym.Env, seed: int, **kwargs: Any) -> DQN:
     return DQN("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
 
 
-def pretrain(model: DQN, data: HindsightData, seed: int, progress: bool = False,
-             **kwargs: Any) -> dict[str, float]:
+def pretrain(
+    model: DQN, data: HindsightData, seed: int, progress: bool = False, **kwargs: Any
+) -> dict[str, float]:
     return pt.fit_q(model.policy, data, seed=seed, progress=progress, **kwargs)
 
 

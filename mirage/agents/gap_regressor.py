@@ -44,8 +44,9 @@ class GapRegressor:
     WEIGHTS = "gap_regressor.pt"
     CONFIG = "gap_regressor.json"
 
-    def __init__(self, observation_space: gym.spaces.Box, seed: int = 0,
-                 hidden: list[int] | None = None) -> None:
+    def __init__(
+        self, observation_space: gym.spaces.Box, seed: int = 0, hidden: list[int] | None = None
+    ) -> None:
         th.manual_seed(seed)
         self.observation_space = observation_space
         self.hidden = list(hidden or HIDDEN)
@@ -79,11 +80,15 @@ ALGO = GapRegressor
 
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> GapRegressor:
-    return GapRegressor(env.observation_space, seed, **kwargs)
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box):
+        raise TypeError(f"gap-regressor needs a Box observation space, got {space}")
+    return GapRegressor(space, seed, **kwargs)
 
 
-def pretrain(model: GapRegressor, data: HindsightData, seed: int, progress: bool = False,
-             **kwargs: Any) -> dict[str, float]:
+def pretrain(
+    model: GapRegressor, data: HindsightData, seed: int, progress: bool = False, **kwargs: Any
+) -> dict[str, float]:
     return pt.fit_regression(model.net, data, seed=seed, progress=progress, **kwargs)
 
 

@@ -116,20 +116,26 @@ def routing_loss(policy: Any, slices: np.ndarray) -> Any:
     return loss
 
 
-def pretrain(model: DQN, data: HindsightData, seed: int, progress: bool = False,
-             **kwargs: Any) -> dict[str, float]:
+def pretrain(
+    model: DQN, data: HindsightData, seed: int, progress: bool = False, **kwargs: Any
+) -> dict[str, float]:
     """Fitted Q iteration with the routing loss."""
     slices = time_slices(data, gate_of(model.policy).gate.out_features)
-    return pt.fit_q(model.policy, data, seed=seed, aux_loss=routing_loss(model.policy, slices),
-                    progress=progress, **kwargs)
+    return pt.fit_q(
+        model.policy,
+        data,
+        seed=seed,
+        aux_loss=routing_loss(model.policy, slices),
+        progress=progress,
+        **kwargs,
+    )
 
 
 def score(model: DQN) -> Any:
     return pt.q_score(model.policy)
 
 
-def gate_usage(model: DQN, data: HindsightData, groups: np.ndarray | None = None
-               ) -> dict[str, Any]:
+def gate_usage(model: DQN, data: HindsightData, groups: np.ndarray | None = None) -> dict[str, Any]:
     """How the gate routes ``data``: mean weight per expert, the share of decisions each
     expert dominates, and (with ``groups``, e.g. load levels) the mean weights per group."""
     gate = gate_of(model.policy)
@@ -142,7 +148,9 @@ def gate_usage(model: DQN, data: HindsightData, groups: np.ndarray | None = None
     w = pt.predict(weights, data)
     out: dict[str, Any] = {
         "mean_weight": w.mean(axis=0).round(4).tolist(),
-        "dominant_share": (np.bincount(w.argmax(1), minlength=w.shape[1]) / len(w)).round(4).tolist(),
+        "dominant_share": (np.bincount(w.argmax(1), minlength=w.shape[1]) / len(w))
+        .round(4)
+        .tolist(),
     }
     if groups is not None:
         out["by_group"] = {

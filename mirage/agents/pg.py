@@ -19,8 +19,14 @@ from mirage.dataset import HindsightData
 
 ALGO = PPO
 DEFAULTS: dict[str, Any] = dict(
-    learning_rate=3e-4, n_steps=1024, batch_size=128, n_epochs=5, gamma=1.0, gae_lambda=0.98,
-    ent_coef=0.0, device="cpu",
+    learning_rate=3e-4,
+    n_steps=1024,
+    batch_size=128,
+    n_epochs=5,
+    gamma=1.0,
+    gae_lambda=0.98,
+    ent_coef=0.0,
+    device="cpu",
 )
 
 
@@ -42,13 +48,21 @@ def favour_waiting(model: PPO, p_submit: float = 0.02) -> PPO:
 
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> PPO:
-    model = PPO("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
+    model = PPO(
+        "MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs}
+    )
     return favour_waiting(model)
 
 
-def pretrain(model: PPO, data: HindsightData, seed: int, progress: bool = False,
-             interruption_weight: float = 1.0, overlap_weight: float = 1.0,
-             **kwargs: Any) -> dict[str, float]:
+def pretrain(
+    model: PPO,
+    data: HindsightData,
+    seed: int,
+    progress: bool = False,
+    interruption_weight: float = 1.0,
+    overlap_weight: float = 1.0,
+    **kwargs: Any,
+) -> dict[str, float]:
     """Behaviour cloning of the oracle under the given cost weights (a higher
     interruption weight makes an aggressive agent that submits earlier)."""
     labels = oracle_labels(data, interruption_weight, overlap_weight)

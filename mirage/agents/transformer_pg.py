@@ -34,12 +34,15 @@ def policy_kwargs() -> dict[str, Any]:
 
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> PPO:
-    model = PPO("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs})
+    model = PPO(
+        "MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs(), **{**DEFAULTS, **kwargs}
+    )
     return favour_waiting(model)
 
 
-def pretrain(model: PPO, data: HindsightData, seed: int, progress: bool = False,
-             **kwargs: Any) -> dict[str, float]:
+def pretrain(
+    model: PPO, data: HindsightData, seed: int, progress: bool = False, **kwargs: Any
+) -> dict[str, float]:
     kwargs.setdefault("interruption_weight", AGGRESSIVE_WEIGHT)
     return pg_pretrain(model, data, seed, progress, **kwargs)
 

@@ -118,8 +118,10 @@ class ChainDriver:
             args.append(f"--job-name={tags.job_name(chain.id, idx)}")
         if not user_gave(args, "-D", "--chdir"):
             args.append(f"--chdir={chain.workdir}")
-        args += [f"--comment={tags.comment(chain.id, idx)}",
-                 export_arg(chain, idx, prev, self.store.root)]
+        args += [
+            f"--comment={tags.comment(chain.id, idx)}",
+            export_arg(chain, idx, prev, self.store.root),
+        ]
         if dependency and prev is not None and prev.job_id:
             args.append(f"--dependency=afterany:{prev.job_id}")
         try:
@@ -131,8 +133,11 @@ class ChainDriver:
             self.fail(chain.id, f"segment {idx}: sbatch refused it: {e}")
             raise
         self.store.record_submitted(chain.id, idx, jid, self.clock())
-        self.store.event(chain.id, f"segment {idx}: submitted job {jid} ({how}"
-                         f"{', predecessor still running' if prev_running else ''})")
+        self.store.event(
+            chain.id,
+            f"segment {idx}: submitted job {jid} ({how}"
+            f"{', predecessor still running' if prev_running else ''})",
+        )
         if self.metrics:
             self.metrics.submissions.labels(how).inc()
         return jid
@@ -149,8 +154,7 @@ class ChainDriver:
         for seg in self.store.segments(chain_id):
             if seg.job_id and seg.status != ENDED:
                 self.client.cancel(seg.job_id)
-                self.store.update_segment(chain_id, seg.idx, status=ENDED,
-                                          slurm_state="CANCELLED")
+                self.store.update_segment(chain_id, seg.idx, status=ENDED, slurm_state="CANCELLED")
                 cancelled.append(seg.job_id)
         self.fail(chain_id, reason, CANCELLED)
         return cancelled
@@ -170,23 +174,36 @@ class ChainDriver:
             if job.start is not None and not job.pending and seg.start != job.start:
                 fields["start"] = job.start
             if job.finished:
-                fields.update(status=ENDED, slurm_state=base_state(job.state),
-                              end_time=job.end if job.end is not None else self.clock(),
-                              exit_code=job.exit_code)
-                write_marker(paths.done_marker(root, chain.id, seg.idx),
-                             f"{seg.job_id} {base_state(job.state)}\n")
+                fields.update(
+                    status=ENDED,
+                    slurm_state=base_state(job.state),
+                    end_time=job.end if job.end is not None else self.clock(),
+                    exit_code=job.exit_code,
+                )
+                write_marker(
+                    paths.done_marker(root, chain.id, seg.idx),
+                    f"{seg.job_id} {base_state(job.state)}\n",
+                )
             elif base_state(job.state) != seg.slurm_state:
                 fields["slurm_state"] = base_state(job.state)
             self.store.update_segment(chain.id, seg.idx, **fields)
             if "status" in fields:
-                self.store.event(chain.id, f"segment {seg.idx}: job {seg.job_id} ended "
-                                 f"{fields['slurm_state']} (exit {job.exit_code})")
+                self.store.event(
+                    chain.id,
+                    f"segment {seg.idx}: job {seg.job_id} ended "
+                    f"{fields['slurm_state']} (exit {job.exit_code})",
+                )
         segs = self.store.segments(chain.id)
         by_idx = {s.idx: s for s in segs}
         for seg in segs:
             prev = by_idx.get(seg.idx - 1)
-            if (seg.gap is None and seg.start is not None and prev is not None
-                    and prev.end_time is not None and prev.status == ENDED):
+            if (
+                seg.gap is None
+                and seg.start is not None
+                and prev is not None
+                and prev.end_time is not None
+                and prev.status == ENDED
+            ):
                 gap = float(seg.start - prev.end_time)
                 self.store.update_segment(chain.id, seg.idx, gap=gap)
                 self.store.event(chain.id, f"segment {seg.idx}: gap {gap:+.0f} s")
@@ -232,18 +249,22 @@ class ChainDriver:
         for seg in self.store.segments(chain_id):
             if seg.job_id and seg.status != ENDED:
                 self.client.cancel(seg.job_id)
-                self.store.update_segment(chain_id, seg.idx, status=ENDED,
-                                          slurm_state="CANCELLED")
+                self.store.update_segment(chain_id, seg.idx, status=ENDED, slurm_state="CANCELLED")
 
     def _fail_after(self, chain_id: str, s: Segment, segs: list[Segment]) -> None:
         """Segment ``s`` failed: cancel the later ones and fail the chain."""
         for later in segs:
             if later.idx > s.idx and later.job_id and later.status != ENDED:
                 self.client.cancel(later.job_id)
-                self.store.event(chain_id, f"segment {later.idx}: cancelled job "
-                                 f"{later.job_id} (predecessor failed)")
-        self.fail(chain_id, f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
-                  f"with exit code {s.exit_code}; use --keep-going to go on after failures")
+                self.store.event(
+                    chain_id,
+                    f"segment {later.idx}: cancelled job {later.job_id} (predecessor failed)",
+                )
+        self.fail(
+            chain_id,
+            f"segment {s.idx} (job {s.job_id}) ended {s.slurm_state} "
+            f"with exit code {s.exit_code}; use --keep-going to go on after failures",
+        )
 
     def _after_last_ended(self, chain: Chain, last: Segment, bad: list[Segment]) -> bool:
         """The newest segment ended: the chain completes, or its next segment goes in now."""
@@ -267,18 +288,34 @@ class ChainDriver:
             return
         units = job.cpus if self.client.partition().units == "cpus" else job.nodes
         limit = float(job.time_limit) if job.time_limit else DEFAULT_MAX_LIMIT
-        state = ChainState(now=now, pred_units=units, pred_limit=limit,
-                           pred_submit=float(job.submit or pred.submitted_at or now),
-                           pred_start=float(job.start), succ_units=units, succ_limit=limit)
+        state = ChainState(
+            now=now,
+            pred_units=units,
+            pred_limit=limit,
+            pred_submit=float(job.submit or pred.submitted_at or now),
+            pred_start=float(job.start),
+            succ_units=units,
+            succ_limit=limit,
+        )
         step = sum(1 for d in self.store.decisions(chain.id) if d["segment"] == pred.idx + 1)
         result = self.decider.decide(chain.policy, state, step)
-        self.store.log_decision(chain.id, pred.idx + 1, result.time, result.policy,
-                                result.action, result.inputs)
+        self.store.log_decision(
+            chain.id, pred.idx + 1, result.time, result.policy, result.action, result.inputs
+        )
         if self.metrics:
             self.metrics.decisions.labels(result.policy, result.action).inc()
-        log.info("chain %s segment %d: %s by %s (remaining %.0f s)", chain.id, pred.idx + 1,
-                 result.action, result.policy, state.pred_remaining)
+        log.info(
+            "chain %s segment %d: %s by %s (remaining %.0f s)",
+            chain.id,
+            pred.idx + 1,
+            result.action,
+            result.policy,
+            state.pred_remaining,
+        )
         if result.submit:
-            self.submit_segment(chain, pred.idx + 1,
-                                "afterany" if result.action == "afterany" else "policy",
-                                dependency=result.action == "afterany")
+            self.submit_segment(
+                chain,
+                pred.idx + 1,
+                "afterany" if result.action == "afterany" else "policy",
+                dependency=result.action == "afterany",
+            )

@@ -168,12 +168,26 @@ class ChainStore:
                     break
             db.execute(
                 "INSERT INTO chains VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (cid, now, script, workdir, segments, policy, int(keep_going),
-                 json.dumps(sbatch_args), driver, ACTIVE, "", now,
-                 json.dumps(settings or {}, sort_keys=True)),
+                (
+                    cid,
+                    now,
+                    script,
+                    workdir,
+                    segments,
+                    policy,
+                    int(keep_going),
+                    json.dumps(sbatch_args),
+                    driver,
+                    ACTIVE,
+                    "",
+                    now,
+                    json.dumps(settings or {}, sort_keys=True),
+                ),
             )
-            db.execute("INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
-                       (cid, now, f"created: {segments} segments, policy {policy}"))
+            db.execute(
+                "INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
+                (cid, now, f"created: {segments} segments, policy {policy}"),
+            )
         return self.chain(cid)
 
     def chain(self, chain_id: str) -> Chain:
@@ -195,25 +209,31 @@ class ChainStore:
     def set_status(self, chain_id: str, status: str, reason: str = "") -> None:
         now = time.time()
         with self.tx() as db:
-            db.execute("UPDATE chains SET status=?, reason=?, updated=? WHERE id=?",
-                       (status, reason, now, chain_id))
-            db.execute("INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
-                       (chain_id, now, f"{status}{': ' + reason if reason else ''}"))
+            db.execute(
+                "UPDATE chains SET status=?, reason=?, updated=? WHERE id=?",
+                (status, reason, now, chain_id),
+            )
+            db.execute(
+                "INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
+                (chain_id, now, f"{status}{': ' + reason if reason else ''}"),
+            )
 
     def event(self, chain_id: str, what: str) -> None:
         with self.tx() as db:
-            db.execute("INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
-                       (chain_id, time.time(), what))
+            db.execute(
+                "INSERT INTO events (chain_id, time, what) VALUES (?,?,?)",
+                (chain_id, time.time(), what),
+            )
 
     def events(self, chain_id: str) -> list[tuple[float, str]]:
         rows = self.db.execute(
-            "SELECT time, what FROM events WHERE chain_id=? ORDER BY seq", (chain_id,))
+            "SELECT time, what FROM events WHERE chain_id=? ORDER BY seq", (chain_id,)
+        )
         return [(r[0], r[1]) for r in rows]
 
     # ---- segments ------------------------------------------------------------------------
     def segments(self, chain_id: str) -> list[Segment]:
-        rows = self.db.execute(
-            "SELECT * FROM segments WHERE chain_id=? ORDER BY idx", (chain_id,))
+        rows = self.db.execute("SELECT * FROM segments WHERE chain_id=? ORDER BY idx", (chain_id,))
         return [_segment(r) for r in rows]
 
     def record_intent(self, chain_id: str, idx: int, how: str, prev_running: bool) -> None:
@@ -226,32 +246,43 @@ class ChainStore:
                 (chain_id, idx, INTENT, time.time(), how, int(prev_running)),
             )
 
-    def record_submitted(self, chain_id: str, idx: int, job_id: int,
-                         submitted_at: float | None = None) -> None:
+    def record_submitted(
+        self, chain_id: str, idx: int, job_id: int, submitted_at: float | None = None
+    ) -> None:
         with self.tx() as db:
             db.execute(
-                "UPDATE segments SET status=?, job_id=?, submitted_at=? "
-                "WHERE chain_id=? AND idx=?",
+                "UPDATE segments SET status=?, job_id=?, submitted_at=? WHERE chain_id=? AND idx=?",
                 (SUBMITTED, job_id, submitted_at or time.time(), chain_id, idx),
             )
 
     def drop_intent(self, chain_id: str, idx: int) -> None:
         """Forget an intent whose sbatch surely did not create a job."""
         with self.tx() as db:
-            db.execute("DELETE FROM segments WHERE chain_id=? AND idx=? AND status=?",
-                       (chain_id, idx, INTENT))
+            db.execute(
+                "DELETE FROM segments WHERE chain_id=? AND idx=? AND status=?",
+                (chain_id, idx, INTENT),
+            )
 
     def update_segment(self, chain_id: str, idx: int, **fields: Any) -> None:
         if not fields:
             return
         cols = ", ".join(f"{k}=?" for k in fields)
         with self.tx() as db:
-            db.execute(f"UPDATE segments SET {cols} WHERE chain_id=? AND idx=?",
-                       (*fields.values(), chain_id, idx))
+            db.execute(
+                f"UPDATE segments SET {cols} WHERE chain_id=? AND idx=?",
+                (*fields.values(), chain_id, idx),
+            )
 
     # ---- decisions -----------------------------------------------------------------------
-    def log_decision(self, chain_id: str, segment: int, when: float, policy: str, action: str,
-                     inputs: dict[str, Any]) -> None:
+    def log_decision(
+        self,
+        chain_id: str,
+        segment: int,
+        when: float,
+        policy: str,
+        action: str,
+        inputs: dict[str, Any],
+    ) -> None:
         with self.tx() as db:
             db.execute(
                 "INSERT INTO decisions (chain_id, segment, time, policy, action, inputs) "
@@ -262,9 +293,16 @@ class ChainStore:
     def decisions(self, chain_id: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT segment, time, policy, action, inputs FROM decisions WHERE chain_id=? "
-            "ORDER BY seq", (chain_id,))
+            "ORDER BY seq",
+            (chain_id,),
+        )
         return [
-            {"segment": r[0], "time": r[1], "policy": r[2], "action": r[3],
-             "inputs": json.loads(r[4])}
+            {
+                "segment": r[0],
+                "time": r[1],
+                "policy": r[2],
+                "action": r[3],
+                "inputs": json.loads(r[4]),
+            }
             for r in rows
         ]

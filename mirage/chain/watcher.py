@@ -78,16 +78,24 @@ def settings_of(stored: dict[str, Any]) -> dict[str, Any]:
 
 
 def client_for(settings: dict[str, Any]) -> SlurmClient:
-    policy = RetryPolicy(attempts=int(settings["retry_attempts"]),
-                         timeout=float(settings["retry_timeout"]),
-                         backoff=min(1.0, float(settings["retry_timeout"])))
-    return get_client(conf=settings["slurm_conf"] or None,
-                      min_interval=float(settings["min_interval"]), policy=policy)
+    policy = RetryPolicy(
+        attempts=int(settings["retry_attempts"]),
+        timeout=float(settings["retry_timeout"]),
+        backoff=min(1.0, float(settings["retry_timeout"])),
+    )
+    return get_client(
+        conf=settings["slurm_conf"] or None,
+        min_interval=float(settings["min_interval"]),
+        policy=policy,
+    )
 
 
 def _local_service(root: Path, s: dict[str, Any]) -> DecisionService:
-    history = QueueHistory(window=int(s["window"]), sample_interval=float(s["sample_interval"]),
-                           path=root / "history.npz")
+    history = QueueHistory(
+        window=int(s["window"]),
+        sample_interval=float(s["sample_interval"]),
+        path=root / "history.npz",
+    )
     try:
         history.load()
     except Exception as e:  # a damaged history file: start afresh, say so
@@ -95,8 +103,12 @@ def _local_service(root: Path, s: dict[str, Any]) -> DecisionService:
     return DecisionService(history, float(s["decision_interval"]))
 
 
-def watch(root: Path, chain_id: str, stop: threading.Event | None = None,
-          client: SlurmClient | None = None) -> int:
+def watch(
+    root: Path,
+    chain_id: str,
+    stop: threading.Event | None = None,
+    client: SlurmClient | None = None,
+) -> int:
     """Drive ``chain_id`` until it ends (or ``stop`` is set). Returns 0 when it completed
     (or ``stop`` came first), :data:`EXIT_CHAIN_FAILED` when it failed or was cancelled."""
     stop = stop or threading.Event()
@@ -112,9 +124,13 @@ def watch(root: Path, chain_id: str, stop: threading.Event | None = None,
                 decider = RemoteDecider(s["agentd_url"])
             else:
                 service = decider = _local_service(root, s)
-            driver = ChainDriver(store, client, decider,
-                                 decision_interval=float(s["decision_interval"]),
-                                 poll_age=max(float(s["poll_interval"]) / 2, 0.0))
+            driver = ChainDriver(
+                store,
+                client,
+                decider,
+                decision_interval=float(s["decision_interval"]),
+                poll_age=max(float(s["poll_interval"]) / 2, 0.0),
+            )
             log.info("watching chain %s (pid %d)", chain_id, os.getpid())
             reconciled = False
             while not stop.is_set():
@@ -153,8 +169,12 @@ def spawn(root: Path, chain_id: str) -> int:
     with open(logf, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mirage.chain.cli", "watch", chain_id],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, env=env, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            close_fds=True,
         )
     return proc.pid
 

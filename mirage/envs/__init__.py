@@ -14,6 +14,13 @@ if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="mirage.envs.chain_env:ChainEnv")
 
 __all__ = [
-    "ENV_ID", "ChainEnv", "ChainEpisode", "ChainSpec", "ChainWorld", "EpisodeError", "Outcome",
-    "get_world", "play",
+    "ENV_ID",
+    "ChainEnv",
+    "ChainEpisode",
+    "ChainSpec",
+    "ChainWorld",
+    "EpisodeError",
+    "Outcome",
+    "get_world",
+    "play",
 ]

@@ -117,8 +117,8 @@ class ChainEnv(gym.Env):
         if len(self.worlds) > 1:  # several cluster sizes: one at random per episode
             self.world = self.worlds[int(self.np_random.integers(len(self.worlds)))]
         for _ in range(100):
-            start = float(t0) if t0 is not None else self.world.sample_start(
-                self.split, self.np_random
+            start = (
+                float(t0) if t0 is not None else self.world.sample_start(self.split, self.np_random)
             )
             try:
                 ep = self.start_episode(start)

@@ -46,8 +46,7 @@ class Outcome:
     def cost(self, interruption_weight: float = 1.0, overlap_weight: float = 1.0) -> float:
         """The weighted gap that the environment's reward is minus of."""
         return (
-            interruption_weight * self.interruption_hours
-            + overlap_weight * self.overlap_node_hours
+            interruption_weight * self.interruption_hours + overlap_weight * self.overlap_node_hours
         )
 
 
@@ -95,8 +94,13 @@ class ChainEpisode:
 
     def _spec(self, units: int, limit: float, runtime: float, name: str, dep: str = "") -> JobSpec:
         return JobSpec(
-            units=units, limit=limit, runtime=runtime, user=self.user, name=name,
-            dependency=dep, job_id=self.world.new_job_id(),
+            units=units,
+            limit=limit,
+            runtime=runtime,
+            user=self.user,
+            name=name,
+            dependency=dep,
+            job_id=self.world.new_job_id(),
         )
 
     def _succ_spec(self, dep: str = "") -> JobSpec:
@@ -249,9 +253,7 @@ class ChainEpisode:
         return self.outcome
 
 
-def play(
-    episode: ChainEpisode, policy: Policy, helpers: bool | None = None
-) -> Outcome:
+def play(episode: ChainEpisode, policy: Policy, helpers: bool | None = None) -> Outcome:
     """Run ``policy`` on ``episode`` to the end. ``helpers`` defaults to what the policy
     needs (``estimate_start``/``what_if`` are only built for policies that use them)."""
     policy.reset()

@@ -11,28 +11,48 @@ from mirage.observation import SAMPLE_INTERVAL, WINDOW
 
 def add_world_args(p: argparse.ArgumentParser, trace_required: bool = True) -> None:
     """Options that shape the simulated world."""
-    p.add_argument("--trace", required=trace_required,
-                   help="trace file (SWF, sacct export or CSV)")
-    p.add_argument("--total-units", default=None,
-                   help="cluster size in the trace's units (default: 72 for the LS6 log, "
-                   "else the trace's); training "
-                   "takes a comma list, e.g. 70,72,76: one world per size, picked at random "
-                   "per episode")
-    p.add_argument("--window", type=int, default=WINDOW,
-                   help=f"history samples (default {WINDOW})")
-    p.add_argument("--sample-interval", type=float, default=SAMPLE_INTERVAL,
-                   help=f"seconds between queue samples (default {SAMPLE_INTERVAL:g})")
+    p.add_argument("--trace", required=trace_required, help="trace file (SWF, sacct export or CSV)")
+    p.add_argument(
+        "--total-units",
+        default=None,
+        help="cluster size in the trace's units (default: 72 for the LS6 log, "
+        "else the trace's); training "
+        "takes a comma list, e.g. 70,72,76: one world per size, picked at random "
+        "per episode",
+    )
+    p.add_argument("--window", type=int, default=WINDOW, help=f"history samples (default {WINDOW})")
+    p.add_argument(
+        "--sample-interval",
+        type=float,
+        default=SAMPLE_INTERVAL,
+        help=f"seconds between queue samples (default {SAMPLE_INTERVAL:g})",
+    )
     p.add_argument("--chain-units", type=int, default=1, help="chain job size (default 1)")
-    p.add_argument("--chain-limit-hours", type=float, default=None,
-                   help="chain job limit (default: the trace's maximum limit)")
-    p.add_argument("--train-range", default=None, metavar="FROM:TO",
-                   help="dates of the training split, e.g. 2022-11-01:2023-02-23")
-    p.add_argument("--validation-range", default=None, metavar="FROM:TO",
-                   help="dates of the validation split (default: every fifth day of the "
-                   "training range)")
-    p.add_argument("--test-range", default=None, metavar="FROM:TO",
-                   help="dates of the test split (default: March 2023 for LS6, else 80-95%% "
-                   "of the trace's span)")
+    p.add_argument(
+        "--chain-limit-hours",
+        type=float,
+        default=None,
+        help="chain job limit (default: the trace's maximum limit)",
+    )
+    p.add_argument(
+        "--train-range",
+        default=None,
+        metavar="FROM:TO",
+        help="dates of the training split, e.g. 2022-11-01:2023-02-23",
+    )
+    p.add_argument(
+        "--validation-range",
+        default=None,
+        metavar="FROM:TO",
+        help="dates of the validation split (default: every fifth day of the training range)",
+    )
+    p.add_argument(
+        "--test-range",
+        default=None,
+        metavar="FROM:TO",
+        help="dates of the test split (default: March 2023 for LS6, else 80-95%% "
+        "of the trace's span)",
+    )
 
 
 def _range(text: str | None, flag: str) -> tuple[str, str] | None:
@@ -64,8 +84,11 @@ def build_world(
     from sim.traces.read import read_trace
 
     splits = {}
-    for key, flag in (("train", "--train-range"), ("validation", "--validation-range"),
-                      ("test", "--test-range")):
+    for key, flag in (
+        ("train", "--train-range"),
+        ("validation", "--validation-range"),
+        ("test", "--test-range"),
+    ):
         rng = _range(getattr(args, key + "_range"), flag)
         if rng:
             splits[key] = rng

@@ -119,7 +119,9 @@ def max_limit_of(trace: Trace) -> float:
     return float(lim[min(int(0.999 * lim.shape[0]), lim.shape[0] - 1)])
 
 
-def _carve_validation(train: tuple[float, float], start_epoch: float) -> tuple[Intervals, Intervals]:
+def _carve_validation(
+    train: tuple[float, float], start_epoch: float
+) -> tuple[Intervals, Intervals]:
     """Training and validation intervals of a training range: every
     :data:`VALIDATION_EVERY`-th calendar day (UTC) is a validation day."""
     a, b = train

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcbase.slurm import SlurmClient, SlurmError
 from hpcbase.atomic import atomic_write
+from hpcbase.slurm import SlurmClient, SlurmError
 
 LOG_PATTERN = "task-%A_%a.log"
 
@@ -108,8 +108,11 @@ def submit_array(
     for old in shard_dir.glob("shard-*-of-*.json"):  # never merge a previous run's shards
         old.unlink()
     name = f"mirage-eval-{uuid.uuid4().hex[:8]}"
-    opts: dict[str, object] = {"J": name, "output": str(shard_dir / LOG_PATTERN),
-                               "chdir": str(Path.cwd())}
+    opts: dict[str, object] = {
+        "J": name,
+        "output": str(shard_dir / LOG_PATTERN),
+        "chdir": str(Path.cwd()),
+    }
     opts.update(options or {})
     opts["array"] = f"0-{shards - 1}"
     job_id = client.submit(task_script(command, shards, shard_dir), opts)
@@ -161,8 +164,10 @@ def run_array(
         job_id, name = submit_array(client, command, shards, shard_dir, options)
     except SlurmError as exc:
         raise ArrayError(f"cannot submit the Slurm array: {exc}") from None
-    print(f"submitted Slurm array job {job_id} ({shards} tasks, logs in {shard_dir}/)",
-          file=sys.stderr)
+    print(
+        f"submitted Slurm array job {job_id} ({shards} tasks, logs in {shard_dir}/)",
+        file=sys.stderr,
+    )
     try:
         states = wait_array(client, name, shards, poll, progress)
     except KeyboardInterrupt:
@@ -181,6 +186,8 @@ def run_array(
             failed.append(f"  task {i} (job {job_id}_{i}): {exc}\n  log {log}:\n{_log_tail(log)}")
     if failed:
         seen = ", ".join(f"{k}={v}" for k, v in sorted(states.items()))
-        raise ArrayError(f"Slurm array job {job_id}: {len(failed)} of {shards} tasks failed "
-                         f"(states: {seen or 'none seen'})\n" + "\n".join(failed))
+        raise ArrayError(
+            f"Slurm array job {job_id}: {len(failed)} of {shards} tasks failed "
+            f"(states: {seen or 'none seen'})\n" + "\n".join(failed)
+        )
     return rows

@@ -27,8 +27,11 @@ from mirage.observation import DECISION_INTERVAL
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mirage eval", description=__doc__.split("\n")[0])
     add_world_args(p)
-    p.add_argument("--agents", default="reactive,average",
-                   help="comma-separated baselines, 'default', or MODEL.zip paths")
+    p.add_argument(
+        "--agents",
+        default="reactive,average",
+        help="comma-separated baselines, 'default', or MODEL.zip paths",
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
@@ -36,12 +39,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--decision-interval", type=float, default=DECISION_INTERVAL)
     p.add_argument("--out", default="eval-results", help="output folder")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--slurm-array", type=int, default=None, metavar="N",
-                   help="run the episodes as N shards of one Slurm array job, then merge")
-    p.add_argument("--sbatch-option", action="append", default=[], metavar="K=V",
-                   help="extra sbatch option for the array, e.g. time=2:00:00 (repeatable)")
-    p.add_argument("--slurm-poll", type=float, default=10.0, metavar="SECONDS",
-                   help="seconds between polls of the array's state (default 10)")
+    p.add_argument(
+        "--slurm-array",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run the episodes as N shards of one Slurm array job, then merge",
+    )
+    p.add_argument(
+        "--sbatch-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra sbatch option for the array, e.g. time=2:00:00 (repeatable)",
+    )
+    p.add_argument(
+        "--slurm-poll",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds between polls of the array's state (default 10)",
+    )
     p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # I/N: one array task
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
@@ -54,8 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(str(exc))
     if args.slurm_array is not None and shard is None:
         if not 1 <= args.slurm_array <= args.episodes:
-            p.error(f"--slurm-array: expected 1 .. --episodes ({args.episodes}) shards, "
-                    f"got {args.slurm_array}")
+            p.error(
+                f"--slurm-array: expected 1 .. --episodes ({args.episodes}) shards, "
+                f"got {args.slurm_array}"
+            )
         if args.slurm_poll <= 0:
             p.error("--slurm-poll must be positive")
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
@@ -83,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     starts = [world.sample_start(args.split, rng) for _ in range(args.episodes)]
     if shard is not None:
         mine = [starts[k] for k in eval_array.shard_indices(len(starts), shard[1], shard[0])]
-        rows = evaluate(world, specs, chain, mine, jobs=args.jobs,
-                        decision_interval=args.decision_interval)
+        rows = evaluate(
+            world, specs, chain, mine, jobs=args.jobs, decision_interval=args.decision_interval
+        )
         eval_array.write_shard(Path(args.out), *shard, mine, rows)
         return 0
     if args.slurm_array is not None:
@@ -94,29 +115,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             rows = eval_array.run_array(
                 get_client(min_interval=args.slurm_poll),
-                [sys.executable, "-m", "mirage.eval.cli", *argv], starts, args.slurm_array,
-                out / "shards", sbatch_options, args.slurm_poll, not args.no_progress)
+                [sys.executable, "-m", "mirage.eval.cli", *argv],
+                starts,
+                args.slurm_array,
+                out / "shards",
+                sbatch_options,
+                args.slurm_poll,
+                not args.no_progress,
+            )
         except (SlurmError, eval_array.ArrayError) as exc:
             print(f"mirage eval: {exc}", file=sys.stderr)
             return 1
         rows = order_rows(rows, specs)
     else:
-        rows = evaluate(world, specs, chain, starts, jobs=args.jobs,
-                        decision_interval=args.decision_interval,
-                        progress=not args.no_progress)
+        rows = evaluate(
+            world,
+            specs,
+            chain,
+            starts,
+            jobs=args.jobs,
+            decision_interval=args.decision_interval,
+            progress=not args.no_progress,
+        )
     agents = [agent_label(s) for s in specs]
     summary = summarise(rows, agents)
     meta = {
-        "trace": Path(args.trace).name, "split": args.split, "episodes": args.episodes,
-        "seed": args.seed, "agents": agents, "total_units": world.total_units,
-        "chain": asdict(chain), "decision_interval": args.decision_interval,
+        "trace": Path(args.trace).name,
+        "split": args.split,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "agents": agents,
+        "total_units": world.total_units,
+        "chain": asdict(chain),
+        "decision_interval": args.decision_interval,
         "command": "mirage eval " + " ".join(argv),
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
     }
     write_results(Path(args.out), rows, summary, meta)
     print(markdown_table(summary))
-    print(f"results in {args.out}/ (episodes.csv, summary.json, summary.md, gap_cdf.png)",
-          file=sys.stderr)
+    print(
+        f"results in {args.out}/ (episodes.csv, summary.json, summary.md, gap_cdf.png)",
+        file=sys.stderr,
+    )
     return 0
 
 

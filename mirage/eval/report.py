@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from hpcbase.atomic import atomic_path, atomic_write
-
 from mirage.agents.common.hindsight import ON_TIME, UNINTERRUPTED
 
 LEVELS = (("low", -np.inf, 2.0), ("medium", 2.0, 12.0), ("heavy", 12.0, np.inf))
@@ -116,8 +115,14 @@ def plot_cdf(path: Path, rows: list[dict[str, Any]], agents: Sequence[str]) -> N
     for i, agent in enumerate(agents):
         gaps = np.sort([r["gap"] / 3600 for r in rows if r["agent"] == agent and not r["error"]])
         if gaps.shape[0]:
-            ax.step(gaps, np.arange(1, gaps.shape[0] + 1) / gaps.shape[0], where="post",
-                    label=agent, color=colours(i % 10), ls=("-", "--", ":")[i // 10 % 3])
+            ax.step(
+                gaps,
+                np.arange(1, gaps.shape[0] + 1) / gaps.shape[0],
+                where="post",
+                label=agent,
+                color=colours(i % 10),
+                ls=("-", "--", ":")[i // 10 % 3],
+            )
     ax.set_xscale("symlog", linthresh=1.0)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_xlabel("gap = successor start - predecessor end (hours; < 0 overlap)")

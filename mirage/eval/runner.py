@@ -38,8 +38,12 @@ def run_episodes(
             rows.append({"agent": agent_label(spec), "t0": t0, "error": str(exc)})
             continue
         row = asdict(out)
-        row.update(agent=agent_label(spec), interruption_hours=out.interruption_hours,
-                   overlap_node_hours=out.overlap_node_hours, error="")
+        row.update(
+            agent=agent_label(spec),
+            interruption_hours=out.interruption_hours,
+            overlap_node_hours=out.overlap_node_hours,
+            error="",
+        )
         rows.append(row)
     return rows
 
@@ -95,5 +99,3 @@ def order_rows(rows: list[dict[str, Any]], specs: Sequence[str]) -> list[dict[st
     """Rows by agent (in ``specs`` order), then start time: the table's order."""
     labels = list(map(agent_label, specs))
     return sorted(rows, key=lambda r: (labels.index(r["agent"]), r["t0"]))
-
-

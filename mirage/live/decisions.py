@@ -23,8 +23,15 @@ log = logging.getLogger(__name__)
 FALLBACK_POLICY = "average"
 ACTIONS = {Decision.WAIT: "wait", Decision.SUBMIT: "submit", Decision.SUBMIT_AFTERANY: "afterany"}
 #: Queue features copied into each decision's logged inputs.
-SUMMARY_FEATURES = ("pend_count", "run_count", "pend_units", "run_units", "pend_wait_p50",
-                    "started_count", "started_wait_mean")
+SUMMARY_FEATURES = (
+    "pend_count",
+    "run_count",
+    "pend_units",
+    "run_units",
+    "pend_wait_p50",
+    "started_count",
+    "started_wait_mean",
+)
 
 
 class PolicyError(ValueError):
@@ -38,8 +45,9 @@ def resolve_policy(spec: str) -> tuple[Policy, str]:
     if not spec:
         raise PolicyError("empty policy name")
     if spec == "default" and not default_model_path().is_file():
-        log.warning("the default model %s is not installed; using %s", default_model_path(),
-                    FALLBACK_POLICY)
+        log.warning(
+            "the default model %s is not installed; using %s", default_model_path(), FALLBACK_POLICY
+        )
         return load_policy(FALLBACK_POLICY), f"{FALLBACK_POLICY} (default model missing)"
     looks_like_file = spec.endswith(".zip") or "/" in spec
     if looks_like_file and not Path(spec).is_file():

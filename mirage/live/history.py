@@ -56,7 +56,10 @@ class QueueHistory:
             if b is not None:
                 log.warning(
                     "cluster size changed (%d units, max limit %g s -> %d, %g): history reset",
-                    b.total_units, b.max_limit, total_units, max_limit,
+                    b.total_units,
+                    b.max_limit,
+                    total_units,
+                    max_limit,
                 )
             self.builder = ObservationBuilder(
                 total_units, max_limit, window=self.window, sample_interval=self.sample_interval
@@ -145,12 +148,17 @@ class QueueHistory:
         if int(d["window"]) != self.window or float(d["sample_interval"]) != self.sample_interval:
             log.warning(
                 "%s: history has window %d / interval %g s, config wants %d / %g: ignored",
-                path, int(d["window"]), float(d["sample_interval"]), self.window,
+                path,
+                int(d["window"]),
+                float(d["sample_interval"]),
+                self.window,
                 self.sample_interval,
             )
             return False
         b = ObservationBuilder(
-            int(d["total_units"]), float(d["max_limit"]), window=self.window,
+            int(d["total_units"]),
+            float(d["max_limit"]),
+            window=self.window,
             sample_interval=self.sample_interval,
         )
         b.set_state(

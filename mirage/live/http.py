@@ -70,12 +70,10 @@ class AgentdServer:
 
             def do_GET(self) -> None:
                 if self.path == "/metrics":
-                    self._send(200, generate_latest(outer.metrics.registry),
-                               CONTENT_TYPE_LATEST)
+                    self._send(200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST)
                 elif self.path in ("/healthz", "/health"):
                     ok, detail = outer.health()
-                    self._json(200 if ok else 503, {"status": "ok" if ok else "degraded",
-                                                    **detail})
+                    self._json(200 if ok else 503, {"status": "ok" if ok else "degraded", **detail})
                 else:
                     self._json(404, {"error": f"no such path {self.path}"})
 
@@ -108,8 +106,9 @@ class AgentdServer:
         self.httpd = ThreadingHTTPServer((listen, port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="agentd-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, name="agentd-http", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()

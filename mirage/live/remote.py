@@ -25,8 +25,9 @@ class RemoteDecider:
 
     def decide(self, spec: str, chain: ChainState, step: int) -> DecisionResult:
         body = json.dumps({"policy": spec, "chain": asdict(chain), "step": step}).encode()
-        req = urllib.request.Request(self.url + "/v1/decide", data=body,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + "/v1/decide", data=body, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 data = json.loads(resp.read())
@@ -39,5 +40,6 @@ class RemoteDecider:
             raise AgentdUnavailable(f"agentd {self.url}: HTTP {e.code}: {detail}") from None
         except (OSError, ValueError) as e:
             raise AgentdUnavailable(f"agentd {self.url}: {e}") from None
-        return DecisionResult(data["action"], data["policy"], float(data["time"]),
-                              dict(data.get("inputs", {})))
+        return DecisionResult(
+            data["action"], data["policy"], float(data["time"]), dict(data.get("inputs", {}))
+        )

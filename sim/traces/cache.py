@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.traces.model import Trace, TraceWarning
 from hpcbase.atomic import atomic_write
+from sim.traces.model import Trace, TraceWarning
 
 #: Bump when the parsed form or the readers' rules change.
 CACHE_VERSION = 2

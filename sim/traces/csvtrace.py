@@ -57,8 +57,22 @@ def read_csv_trace(
         )
     size_col = sizes[0]
     parse_time = TimeParser(zone(tz), allow_unix=True)
-    out: dict[str, list] = {k: [] for k in ("line", "id", "submit", "start", "run", "limit",
-                                            "units", "user", "group", "exit", "name")}
+    out: dict[str, list] = {
+        k: []
+        for k in (
+            "line",
+            "id",
+            "submit",
+            "start",
+            "run",
+            "limit",
+            "units",
+            "user",
+            "group",
+            "exit",
+            "name",
+        )
+    }
     width = len(header)
     try:
         for row in reader:

@@ -75,8 +75,15 @@ class Trace:
         arrays = {
             name: getattr(self, name)[idx]
             for name in (
-                "job_id", "submit", "runtime", "limit", "units", "user", "group",
-                "exit_code", "recorded_start",
+                "job_id",
+                "submit",
+                "runtime",
+                "limit",
+                "units",
+                "user",
+                "group",
+                "exit_code",
+                "recorded_start",
             )
         }
         return replace(self, names=[self.names[i] for i in idx], **arrays)

@@ -57,8 +57,14 @@ def read_trace(
     key = ""
     cache = cache and len(raw) >= trace_cache.MIN_BYTES
     if cache:
-        options = {"fmt": fmt, "strict": strict, "unit": unit, "total_units": total_units,
-                   "tz": tz, "limit_factor": limit_factor}
+        options = {
+            "fmt": fmt,
+            "strict": strict,
+            "unit": unit,
+            "total_units": total_units,
+            "tz": tz,
+            "limit_factor": limit_factor,
+        }
         key = trace_cache.cache_key(digest, options)
         hit = trace_cache.load(Path(name), key, name)
         if hit is not None:
@@ -83,11 +89,24 @@ def _parse(
     kind = detect_format(text, name) if fmt == "auto" else fmt
     try:
         if kind == "swf":
-            return read_swf(text, name, strict=strict, unit=unit, total_units=total_units,
-                            limit_factor=limit_factor)
+            return read_swf(
+                text,
+                name,
+                strict=strict,
+                unit=unit,
+                total_units=total_units,
+                limit_factor=limit_factor,
+            )
         reader = read_sacct if kind == "sacct" else read_csv_trace
-        return reader(text, name, strict=strict, unit=unit, total_units=total_units, tz=tz,
-                      limit_factor=limit_factor)
+        return reader(
+            text,
+            name,
+            strict=strict,
+            unit=unit,
+            total_units=total_units,
+            tz=tz,
+            limit_factor=limit_factor,
+        )
     except TraceError:
         raise
     except ValueError as exc:  # e.g. an unknown time zone

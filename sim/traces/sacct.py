@@ -55,8 +55,16 @@ ROLES: dict[str, tuple[str, ...]] = {
     "gpus": ("alloctres", "reqtres"),
 }
 UNITS = {"nodes": "nodes", "procs": "procs", "cpus": "procs", "gpus": "gpus"}
-_FAILED_STATES = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT", "CANCELLED", "BOOT_FAIL",
-                  "DEADLINE", "PREEMPTED")
+_FAILED_STATES = (
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "TIMEOUT",
+    "CANCELLED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+)
 _ID = re.compile(r"^(\d+)(?:([_+])(\d+))?$")
 _DASHES = re.compile(r"-+")
 
@@ -183,7 +191,7 @@ def _layout(lines: list[str], k: int) -> tuple[Callable[[str], list[str]], list[
 
         return split, [c.strip() for c in columns], body
     columns = header.split("\t") if "\t" in header else header.split()
-    sample = [ln for ln in lines[body:body + 200] if ln.strip()][:50]
+    sample = [ln for ln in lines[body : body + 200] if ln.strip()][:50]
     tabbed = sum(len(ln.split("\t")) == len(columns) for ln in sample)
     if "\t" in header or (sample and tabbed * 2 > len(sample)):
         return _split_tabs, [c.strip() for c in columns], body
@@ -212,8 +220,14 @@ def _roles(columns: list[str], path: str, header_no: int, unit: str) -> dict[str
     if "end" not in col and "elapsed_raw" not in col and "elapsed" not in col:
         missing.append("end (or elapsed)")
     if missing:
-        want = {"id": "JobID", "submit": "Submit", "start": "Start", "nodes": "NNodes/AllocNodes",
-                "procs": "NCPUS/AllocCPUS", "gpus": "AllocTRES/ReqTRES"}
+        want = {
+            "id": "JobID",
+            "submit": "Submit",
+            "start": "Start",
+            "nodes": "NNodes/AllocNodes",
+            "procs": "NCPUS/AllocCPUS",
+            "gpus": "AllocTRES/ReqTRES",
+        }
         lacking = ", ".join(want.get(m, m) for m in missing)
         raise TraceError(
             f"{path}:{header_no}: sacct header lacks {lacking}; found: {' '.join(columns)[:200]}"

@@ -40,10 +40,24 @@ from sim.traces.model import Trace, TraceError
 N_FIELDS = 18
 #: The standard fields, in order, as diagnostics name them.
 FIELD_NAMES = (
-    "job number", "submit time", "wait time", "run time", "allocated processors",
-    "average CPU time", "used memory", "requested processors", "requested time",
-    "requested memory", "status", "user id", "group id", "executable number", "queue number",
-    "partition number", "preceding job number", "think time",
+    "job number",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable number",
+    "queue number",
+    "partition number",
+    "preceding job number",
+    "think time",
 )
 #: Earliest submit (s) from which header-less submit times are taken as Unix seconds
 #: (1973-03-03): an offset-based log starts at or near 0.
@@ -58,12 +72,32 @@ _HEADER = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][A-Za-z0-9_ ]*?)[ \t]*:([^\n]*)$",
 _COMMENT = re.compile(r"^[ \t]*;[^\n]*", re.M)
 # Field indices (0-based) used here.
 JOB, SUBMIT, WAIT, RUN, ALLOC, REQ_PROCS, REQ_TIME, STATUS, USER, GROUP = (
-    0, 1, 2, 3, 4, 7, 8, 10, 11, 12,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    10,
+    11,
+    12,
 )
-_CHECKED = {SUBMIT: "submit time", WAIT: "wait time", RUN: "run time", ALLOC: "processors",
-            REQ_PROCS: "requested processors", REQ_TIME: "requested time"}
-_INTEGRAL = {ALLOC: "processors", REQ_PROCS: "requested processors", STATUS: "status",
-             USER: "user", GROUP: "group"}
+_CHECKED = {
+    SUBMIT: "submit time",
+    WAIT: "wait time",
+    RUN: "run time",
+    ALLOC: "processors",
+    REQ_PROCS: "requested processors",
+    REQ_TIME: "requested time",
+}
+_INTEGRAL = {
+    ALLOC: "processors",
+    REQ_PROCS: "requested processors",
+    STATUS: "status",
+    USER: "user",
+    GROUP: "group",
+}
 
 
 def read_swf(
@@ -133,8 +167,14 @@ def _pandas_table(text: str) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     try:
         frame = pd.read_csv(
-            io.BytesIO(text.encode("ascii")), sep=r"\s+", header=None, comment=";",
-            usecols=range(N_FIELDS), dtype=np.float64, engine="c", quoting=csv.QUOTE_NONE,
+            io.BytesIO(text.encode("ascii")),
+            sep=r"\s+",
+            header=None,
+            comment=";",
+            usecols=range(N_FIELDS),
+            dtype=np.float64,
+            engine="c",
+            quoting=csv.QUOTE_NONE,
         )
     except (ValueError, IndexError, TypeError, OverflowError, pd.errors.ParserError):
         return None
@@ -202,8 +242,10 @@ def _slow_table(lines: list[str], diag: Diagnostics) -> tuple[np.ndarray, np.nda
             rows.append([float(x) for x in parts[:N_FIELDS]])
         except ValueError:
             k = next(k for k, x in enumerate(parts[:N_FIELDS]) if not _is_float(x))
-            diag.bad(lineno, f"field {k + 1} ({FIELD_NAMES[k]}) is not a number: "
-                             f"{parts[k][:40]!r}; row skipped")
+            diag.bad(
+                lineno,
+                f"field {k + 1} ({FIELD_NAMES[k]}) is not a number: {parts[k][:40]!r}; row skipped",
+            )
             continue
         good.append(lineno)
     return np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS), np.asarray(good, dtype=np.int64)
@@ -231,16 +273,21 @@ def _validate(
 
     flag(~np.isfinite(table).all(axis=1), lambda i: "a field is not a finite number")
     jid = table[:, JOB]
-    flag((jid < 0) | (jid != np.floor(jid)) | (jid > 2**62),
-         lambda i: f"job number {table[i, JOB]:g} is not a non-negative integer")
+    flag(
+        (jid < 0) | (jid != np.floor(jid)) | (jid > 2**62),
+        lambda i: f"job number {table[i, JOB]:g} is not a non-negative integer",
+    )
     for col, what in _CHECKED.items():
         v = table[:, col]
-        flag((v < 0) & (v != -1),
-             lambda i, col=col, what=what: f"negative {what} {table[i, col]:g}")
+        flag(
+            (v < 0) & (v != -1), lambda i, col=col, what=what: f"negative {what} {table[i, col]:g}"
+        )
     flag(table[:, SUBMIT] < 0, lambda i: "unknown submit time (-1)")
     for col, what in _INTEGRAL.items():
-        flag(np.abs(table[:, col]) >= 2**31,
-             lambda i, col=col, what=what: f"{what} {table[i, col]:g} out of range")
+        flag(
+            np.abs(table[:, col]) >= 2**31,
+            lambda i, col=col, what=what: f"{what} {table[i, col]:g} out of range",
+        )
     for i in sorted(reasons):
         diag.bad(int(lines[i]), reasons[i] + "; row skipped")
     return table[~bad], lines[~bad]
@@ -258,8 +305,10 @@ def _build(
     size = np.where(table[:, ALLOC] > 0, table[:, ALLOC], table[:, REQ_PROCS])
     no_size = size <= 0
     no_run = table[:, RUN] < 0
-    for mask, reason in ((no_size, "unknown size (processors -1 or 0)"),
-                         (no_run & ~no_size, "unknown run time (-1; cancelled before it ran?)")):
+    for mask, reason in (
+        (no_size, "unknown size (processors -1 or 0)"),
+        (no_run & ~no_size, "unknown run time (-1; cancelled before it ran?)"),
+    ):
         if mask.any():
             diag.skip(reason, int(lines[np.flatnonzero(mask)[0]]), int(mask.sum()))
     keep = ~(no_size | no_run)
@@ -267,16 +316,20 @@ def _build(
     if total_units is None:
         total_units = _header_int(header, "maxprocs") or _header_int(header, "maxnodes")
         if total_units is None and t.shape[0]:
-            diag.note("no MaxProcs/MaxNodes header: the machine size is the largest job's "
-                      f"({int(size[keep].max())} procs); give the real size (--nodes)")
+            diag.note(
+                "no MaxProcs/MaxNodes header: the machine size is the largest job's "
+                f"({int(size[keep].max())} procs); give the real size (--nodes)"
+            )
     unix_start = _header_int(header, "unixstarttime")
     epoch = unix_start or 0
     if t.shape[0] and absolute_times(float(t[:, SUBMIT].min()), unix_start):
         first = float(t[:, SUBMIT].min())
         when = _iso(first)
         ignored = f"; UnixStartTime {unix_start} ignored" if unix_start else ""
-        diag.note(f"submit times are absolute Unix seconds (earliest {first:.0f} = {when}), "
-                  f"not offsets{ignored}")
+        diag.note(
+            f"submit times are absolute Unix seconds (earliest {first:.0f} = {when}), "
+            f"not offsets{ignored}"
+        )
         epoch = 0
     req = t[:, REQ_TIME]
     status = t[:, STATUS]

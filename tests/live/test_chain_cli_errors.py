@@ -65,8 +65,9 @@ def test_unreadable_model(state, capsys, script, tmp_path):
     bad.write_bytes(b"not a zip at all")
     rc, err = run(capsys, "submit", str(script), "--segments", "2", "--policy", str(bad))
     assert rc == 2 and str(bad) in err and "not a Mirage model" in err
-    rc, err = run(capsys, "submit", str(script), "--segments", "2", "--policy",
-                  str(tmp_path / "missing.zip"))
+    rc, err = run(
+        capsys, "submit", str(script), "--segments", "2", "--policy", str(tmp_path / "missing.zip")
+    )
     assert rc == 2 and "missing.zip: no such file" in err
     assert chains_in(state) == 0
 
@@ -84,8 +85,12 @@ def test_unknown_chain(state, capsys):
 def test_agentd_bad_config_is_one_line(tmp_path):
     cfg = tmp_path / "mirage.toml"
     cfg.write_text("[history]\nsample_interval = -5\n")
-    proc = subprocess.run([sys.executable, "-m", "mirage.agentd", "--config", str(cfg)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mirage.agentd", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert f"{cfg}: history.sample_interval: must be > 0" in proc.stderr
     assert "Traceback" not in proc.stderr

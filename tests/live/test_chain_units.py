@@ -22,8 +22,20 @@ from mirage.metrics import Metrics
 
 
 def job(jid: int, comment: str, state: str = "PENDING") -> JobInfo:
-    return JobInfo(id=jid, name="x", user="u", state=state, nodes=1, cpus=1, time_limit=60,
-                   submit=100.0, eligible=100.0, start=None, end=None, comment=comment)
+    return JobInfo(
+        id=jid,
+        name="x",
+        user="u",
+        state=state,
+        nodes=1,
+        cpus=1,
+        time_limit=60,
+        submit=100.0,
+        eligible=100.0,
+        start=None,
+        end=None,
+        comment=comment,
+    )
 
 
 class FakeSlurm:
@@ -46,8 +58,9 @@ def store(tmp_path):
 
 
 def new_chain(store: ChainStore):
-    return store.create_chain("/x.sh", "/", 3, "average", False, ["-t", "1"], "watcher",
-                              {"poll_interval": 2.0})
+    return store.create_chain(
+        "/x.sh", "/", 3, "average", False, ["-t", "1"], "watcher", {"poll_interval": 2.0}
+    )
 
 
 def test_store_is_wal_and_refuses_a_second_intent(store):
@@ -80,8 +93,12 @@ def test_reconcile_adopts_an_intent_whose_job_exists(store):
 def test_reconcile_drops_a_fresh_intent_without_job(store):
     c = new_chain(store)
     store.record_intent(c.id, 0, "first", False)
-    out = reconcile(store, FakeSlurm([job(5, "mirage:ffffffff:0")]), c.id,
-                    now=store.segments(c.id)[0].intent_at + 1)
+    out = reconcile(
+        store,
+        FakeSlurm([job(5, "mirage:ffffffff:0")]),
+        c.id,
+        now=store.segments(c.id)[0].intent_at + 1,
+    )
     assert out.dropped == [0] and store.segments(c.id) == []
 
 
@@ -89,8 +106,9 @@ def test_reconcile_refuses_to_guess_about_an_old_intent(store):
     c = new_chain(store)
     store.record_intent(c.id, 1, "policy", True)
     with pytest.raises(ReconcileError, match="segment 1"):
-        reconcile(store, FakeSlurm([]), c.id, now=store.segments(c.id)[0].intent_at
-                  + INTENT_GRACE + 1)
+        reconcile(
+            store, FakeSlurm([]), c.id, now=store.segments(c.id)[0].intent_at + INTENT_GRACE + 1
+        )
     assert store.segments(c.id)[0].status == INTENT
 
 
@@ -105,8 +123,11 @@ def test_reconcile_cancels_unrecorded_tagged_jobs(store):
 
 def snap(t: float, pend: int, run: int) -> QueueSnapshot:
     return QueueSnapshot.from_rows(
-        t, 16, [(100 + i, 1, 60.0, t - 30, t - 30) for i in range(pend)],
-        [(200 + i, 1, 60.0, t - 10) for i in range(run)])
+        t,
+        16,
+        [(100 + i, 1, 60.0, t - 30, t - 30) for i in range(pend)],
+        [(200 + i, 1, 60.0, t - 10) for i in range(run)],
+    )
 
 
 def test_history_saves_atomically_and_restores(tmp_path):

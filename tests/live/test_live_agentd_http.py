@@ -47,8 +47,15 @@ def daemon(tmp_path):
 
 
 def chain(remaining: float) -> ChainState:
-    return ChainState(now=2000.0, pred_units=1, pred_limit=600.0, pred_submit=1000.0,
-                      pred_start=2000.0 - (600.0 - remaining), succ_units=1, succ_limit=600.0)
+    return ChainState(
+        now=2000.0,
+        pred_units=1,
+        pred_limit=600.0,
+        pred_submit=1000.0,
+        pred_start=2000.0 - (600.0 - remaining),
+        succ_units=1,
+        succ_limit=600.0,
+    )
 
 
 def post(port: int, body: bytes) -> tuple[int, dict]:

@@ -39,8 +39,18 @@ echo "$MIRAGE_CHAIN_ID $MIRAGE_SEGMENT $SLURM_JOB_ID prev=$MIRAGE_PREV_JOBID \
 running=$MIRAGE_PREV_RUNNING" >> {log}
 sleep 55
 """
-FAST = ["--decision-interval", "5", "--sample-interval", "5", "--window", "12",
-        "--poll-interval", "2", "--min-interval", "1"]
+FAST = [
+    "--decision-interval",
+    "5",
+    "--sample-interval",
+    "5",
+    "--window",
+    "12",
+    "--poll-interval",
+    "2",
+    "--min-interval",
+    "1",
+]
 SBATCH = ["-t", "1", "-n", "1"]
 DEADLINE = 420.0
 
@@ -59,8 +69,12 @@ def chain_id_of(stdout: str) -> str:
 def watcher(state: Path, cid: str) -> subprocess.Popen:
     env = {**os.environ, "MIRAGE_STATE_DIR": str(state)}
     log = open(state / f"watcher-{cid}.log", "ab")  # noqa: SIM115 (closed with the process)
-    return subprocess.Popen([sys.executable, "-m", "mirage.chain.cli", "watch", cid],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mirage.chain.cli", "watch", cid],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
 
 
 def wait_for(what: str, cond, timeout: float = DEADLINE) -> None:
@@ -124,21 +138,47 @@ poll_interval = 2.0
         # contended background load: 16 CPUs busy for 40 s, 12 more jobs waiting behind them;
         # the history starts once the first 16 run, so it records the 12 waits of ~40 s
         for _ in range(28):
-            load.append(client.submit("sleep 40", {"n": 1, "time": "1:00", "J": "mirage-load",
-                                                   "output": "/dev/null"}))
-        wait_for("the load to start", lambda: sum(
-            j.running for j in client.queue(max_age=1.0) if j.id in load) == 16, 60)
+            load.append(
+                client.submit(
+                    "sleep 40", {"n": 1, "time": "1:00", "J": "mirage-load", "output": "/dev/null"}
+                )
+            )
+        wait_for(
+            "the load to start",
+            lambda: sum(j.running for j in client.queue(max_age=1.0) if j.id in load) == 16,
+            60,
+        )
         daemon = subprocess.Popen(
             [sys.executable, "-m", "mirage.agentd", "--config", str(cfg)],
-            stdout=open(tmp / "agentd.log", "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+            stdout=open(tmp / "agentd.log", "ab"),  # noqa: SIM115 (the daemon keeps it)
+            stderr=subprocess.STDOUT,
+        )  # noqa: SIM115
         procs.append(daemon)
         wait_for("agentd's first sample", lambda: http_get(base + "/healthz")[0] == 200, 60)
-        rc, so, se = submit("submit", str(script), "--segments", "3", "--policy", "average",
-                            "--driver", "agentd", *SBATCH)
+        rc, so, se = submit(
+            "submit",
+            str(script),
+            "--segments",
+            "3",
+            "--policy",
+            "average",
+            "--driver",
+            "agentd",
+            *SBATCH,
+        )
         assert rc == 0, se
         a = chain_id_of(so)
-        rc, so, se = submit("submit", str(script), "--segments", "3", "--policy", "average",
-                            "--no-watch", *FAST, *SBATCH)
+        rc, so, se = submit(
+            "submit",
+            str(script),
+            "--segments",
+            "3",
+            "--policy",
+            "average",
+            "--no-watch",
+            *FAST,
+            *SBATCH,
+        )
         assert rc == 0, se
         b = chain_id_of(so)
         wb = watcher(state, b)
@@ -160,18 +200,30 @@ poll_interval = 2.0
         wait_for("chain A's segment 2", lambda: segs(a) >= 3)
         slurm_cluster.stop_slurmctld()
         try:
-            out["outage_submit"] = submit("submit", str(script), "--segments", "1",
-                                          "--policy", "average", "--no-watch", *FAST,
-                                          "--retry-attempts", "1", "--retry-timeout", "3",
-                                          *SBATCH)
+            out["outage_submit"] = submit(
+                "submit",
+                str(script),
+                "--segments",
+                "1",
+                "--policy",
+                "average",
+                "--no-watch",
+                *FAST,
+                "--retry-attempts",
+                "1",
+                "--retry-timeout",
+                "3",
+                *SBATCH,
+            )
             out["outage_status"] = submit("status", a)
             time.sleep(8)
         finally:
             slurm_cluster.start()
         c = chain_id_of(out["outage_submit"][1])
         procs.append(watcher(state, c))
-        wait_for("all chains to end",
-                 lambda: all(store.chain(x).status != ACTIVE for x in (a, b, c)))
+        wait_for(
+            "all chains to end", lambda: all(store.chain(x).status != ACTIVE for x in (a, b, c))
+        )
         time.sleep(3)  # agentd's next loop updates the gauges
         out["metrics"] = http_get(base + "/metrics")
         out["health"] = http_get(base + "/healthz")
@@ -222,10 +274,12 @@ def test_chain_completes_with_each_successor_presubmitted(live):
     assert [d["segment"] for d in submits] == [1, 2]
     for d in a["decisions"]:
         assert d["policy"] == "average"
-        assert {"pred_remaining_s", "recent_waits_n", "queue"} <= set(d["inputs"]) or \
-            d["inputs"].get("note")
-    assert all(d["inputs"]["recent_waits_mean_s"] >= d["inputs"]["pred_remaining_s"]
-               for d in submits)
+        assert {"pred_remaining_s", "recent_waits_n", "queue"} <= set(d["inputs"]) or d[
+            "inputs"
+        ].get("note")
+    assert all(
+        d["inputs"]["recent_waits_mean_s"] >= d["inputs"]["pred_remaining_s"] for d in submits
+    )
     rows = ran(live, a["id"])
     assert [r[1] for r in rows] == ["0", "1", "2"]
     assert rows[1][4] == "running=1" and rows[1][3] == f"prev={segs[0].job_id}"
@@ -256,12 +310,15 @@ def test_metrics_over_http_reflect_the_chain(live):
     assert values[("mirage_submissions_total", (("how", "policy"),))] == 2
     assert values[("mirage_decisions_total", (("action", "submit"), ("policy", "average")))] == 2
     n_wait = sum(1 for d in a["decisions"] if d["action"] == "wait")
-    assert values.get(("mirage_decisions_total", (("action", "wait"), ("policy", "average"))),
-                      0) == n_wait
+    assert (
+        values.get(("mirage_decisions_total", (("action", "wait"), ("policy", "average"))), 0)
+        == n_wait
+    )
     assert values[("mirage_interruption_seconds_count", ())] == sum(g >= 0 for g in gaps)
     assert values[("mirage_overlap_seconds_count", ())] == sum(g < 0 for g in gaps)
     assert values[("mirage_overlap_seconds_sum", ())] == pytest.approx(
-        sum(-g for g in gaps if g < 0))
+        sum(-g for g in gaps if g < 0)
+    )
     assert values[("mirage_active_chains", ())] == 0
     assert values[("mirage_config_reloads_total", (("result", "ok"),))] == 1
     assert values[("mirage_chains_finished_total", (("status", "completed"),))] == 1

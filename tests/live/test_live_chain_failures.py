@@ -18,8 +18,23 @@ from mirage.chain.watcher import EXIT_CHAIN_FAILED, watch
 
 pytestmark = [pytest.mark.slurm]
 
-FAST = ["--no-watch", "--decision-interval", "2", "--sample-interval", "2", "--window", "4",
-        "--poll-interval", "1", "--min-interval", "0.5", "-t", "1", "-n", "1"]
+FAST = [
+    "--no-watch",
+    "--decision-interval",
+    "2",
+    "--sample-interval",
+    "2",
+    "--window",
+    "4",
+    "--poll-interval",
+    "1",
+    "--min-interval",
+    "0.5",
+    "-t",
+    "1",
+    "-n",
+    "1",
+]
 
 
 def submit(state, script, *argv: str) -> str:
@@ -33,8 +48,7 @@ def submit(state, script, *argv: str) -> str:
 @pytest.fixture
 def failing(tmp_path):
     p = tmp_path / "fail.sh"
-    p.write_text("#!/bin/bash\necho $MIRAGE_SEGMENT >> " + str(tmp_path / "ran.log")
-                 + "\nexit 3\n")
+    p.write_text("#!/bin/bash\necho $MIRAGE_SEGMENT >> " + str(tmp_path / "ran.log") + "\nexit 3\n")
     return p
 
 

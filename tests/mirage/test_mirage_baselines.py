@@ -18,11 +18,21 @@ H = 3600.0
 
 def ctx(remaining_h, waits_h=(), estimate=None, what_if=None, step=0):
     limit = 48 * H
-    chain = ChainState(now=limit - remaining_h * H, pred_units=1, pred_limit=limit,
-                       pred_submit=0.0, pred_start=0.0, succ_units=2, succ_limit=limit)
+    chain = ChainState(
+        now=limit - remaining_h * H,
+        pred_units=1,
+        pred_limit=limit,
+        pred_submit=0.0,
+        pred_start=0.0,
+        succ_units=2,
+        succ_limit=limit,
+    )
     return DecisionContext(
-        chain=chain, obs=np.zeros((2, 2), np.float32),
-        recent_waits=np.array(waits_h, float) * H, decision_interval=600.0, step=step,
+        chain=chain,
+        obs=np.zeros((2, 2), np.float32),
+        recent_waits=np.array(waits_h, float) * H,
+        decision_interval=600.0,
+        step=step,
         estimate_start=None if estimate is None else (lambda: chain.now + estimate * H),
         what_if=what_if,
     )
@@ -87,8 +97,14 @@ def test_oracle_without_simulator_is_reactive():
 
 
 def test_registry():
-    assert set(BASELINES) == {"reactive", "average", "dependency", "start-estimate",
-                              "quantile", "oracle"}
+    assert set(BASELINES) == {
+        "reactive",
+        "average",
+        "dependency",
+        "start-estimate",
+        "quantile",
+        "oracle",
+    }
     with pytest.raises(ValueError, match="unknown policy"):
         load_policy("nope")
     assert math.isfinite(upper_bound_index(1, 0.5, 0.95))
@@ -100,7 +116,8 @@ def test_summary_table_skips_load_levels_without_chains():
     # Two chains, both with a long reactive gap: only "all" and "heavy" have chains.
     rows = [
         {"agent": a, "t0": t0, "gap": gap, "overlap_node_hours": 0.0, "error": ""}
-        for t0 in (0.0, 1.0) for a, gap in (("reactive", 20 * 3600.0), ("average", 3600.0))
+        for t0 in (0.0, 1.0)
+        for a, gap in (("reactive", 20 * 3600.0), ("average", 3600.0))
     ]
     table = markdown_table(summarise(rows, ["reactive", "average"]))
     assert "### load: low (0 chains)" in table and "nan" not in table

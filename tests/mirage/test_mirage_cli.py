@@ -13,12 +13,43 @@ from mirage.cli import main as mirage
 def test_train_then_eval(tmp_path, capsys, hpc2n_path):
     trace = hpc2n_path
     model = tmp_path / "pg.zip"
-    assert mirage(["train", "--trace", trace, "--agent", "pg", "--steps", "64", "--seed", "1",
-                   "--out", str(model), "--no-progress"]) == 0
+    assert (
+        mirage(
+            [
+                "train",
+                "--trace",
+                trace,
+                "--agent",
+                "pg",
+                "--steps",
+                "64",
+                "--seed",
+                "1",
+                "--out",
+                str(model),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert model.exists() and (tmp_path / "pg.logs" / "progress.csv").exists()
     out = tmp_path / "res"
-    rc = mirage(["eval", "--trace", trace, "--agents", f"average,oracle,{model}",
-                 "--episodes", "4", "--jobs", "2", "--out", str(out), "--no-progress"])
+    rc = mirage(
+        [
+            "eval",
+            "--trace",
+            trace,
+            "--agents",
+            f"average,oracle,{model}",
+            "--episodes",
+            "4",
+            "--jobs",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     for name in ("episodes.csv", "summary.json", "summary.md", "gap_cdf.png"):
         assert (out / name).stat().st_size > 0, name

@@ -54,12 +54,17 @@ def test_live_path_without_the_simulator():
     now = 1.7e9
     for i in range(6):
         t = now + 600 * i
-        builder.push(QueueSnapshot.from_rows(
-            t, 84,
-            pending=[(100 + j, 2, 48 * 3600.0, t - 3600 * (j + 1), t - 3600 * (j + 1))
-                     for j in range(20 - i)],
-            running=[(j, 4, 48 * 3600.0, t - 3600 * j) for j in range(20)],
-        ))
+        builder.push(
+            QueueSnapshot.from_rows(
+                t,
+                84,
+                pending=[
+                    (100 + j, 2, 48 * 3600.0, t - 3600 * (j + 1), t - 3600 * (j + 1))
+                    for j in range(20 - i)
+                ],
+                running=[(j, 4, 48 * 3600.0, t - 3600 * j) for j in range(20)],
+            )
+        )
     decisions = set()
     for remaining_h in (47.0, 10.0, 1.0, 0.2):
         start = now + 3000 - (48 - remaining_h) * 3600

@@ -132,8 +132,14 @@ def test_cluster_size_and_limit_defaults(ls6_trace, trace_path):
 def test_default_splits_hold_out_every_fifth_day(ls6_trace):
     from mirage.envs.world import VALIDATION_EVERY, split_ranges
 
-    s = split_ranges(ls6_trace, {"train": ("2022-12-01", "2022-12-31"), "test": ("2023-01-05", "2023-01-12")})
-    days = lambda iv: {int((a + ls6_trace.start_epoch) // 86400) for a, b in iv for a in np.arange(a, b, 3600)}  # noqa: E731
+    s = split_ranges(
+        ls6_trace, {"train": ("2022-12-01", "2022-12-31"), "test": ("2023-01-05", "2023-01-12")}
+    )
+
+    def days(iv):
+        epoch = ls6_trace.start_epoch
+        return {int((t + epoch) // 86400) for a, b in iv for t in np.arange(a, b, 3600)}
+
     train, val = days(s["train"]), days(s["validation"])
     assert train and val and not train & val
     assert all(d % VALIDATION_EVERY == VALIDATION_EVERY - 1 for d in val)

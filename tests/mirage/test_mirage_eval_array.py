@@ -19,10 +19,22 @@ def _args(out: Path, *extra: str) -> list[str]:
     import sim.data
 
     return [
-        "--trace", str(sim.data.default_trace_path()),
-        "--train-range", "2023-01-03:2023-01-14", "--validation-range", "2023-01-16:2023-01-28",
-        "--split", "validation", "--agents", "reactive,average", "--episodes", "4",
-        "--no-progress", "--out", str(out), *extra,
+        "--trace",
+        str(sim.data.default_trace_path()),
+        "--train-range",
+        "2023-01-03:2023-01-14",
+        "--validation-range",
+        "2023-01-16:2023-01-28",
+        "--split",
+        "validation",
+        "--agents",
+        "reactive,average",
+        "--episodes",
+        "4",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
     ]
 
 
@@ -69,8 +81,20 @@ def test_slurm_unavailable_is_a_clear_error(tmp_path, monkeypatch, capsys):
 @pytest.mark.slurm
 def test_array_equals_local_pool(slurm_cluster, tmp_path):
     assert main(_args(tmp_path / "local", "--jobs", "2")) == 0
-    assert main(_args(tmp_path / "array", "--slurm-array", "2", "--slurm-poll", "1",
-                      "--sbatch-option", "time=5:00")) == 0
+    assert (
+        main(
+            _args(
+                tmp_path / "array",
+                "--slurm-array",
+                "2",
+                "--slurm-poll",
+                "1",
+                "--sbatch-option",
+                "time=5:00",
+            )
+        )
+        == 0
+    )
     local, array = tmp_path / "local", tmp_path / "array"
     assert (array / "episodes.csv").read_text() == (local / "episodes.csv").read_text()
     assert len((array / "episodes.csv").read_text().splitlines()) == 1 + 2 * 4
@@ -79,7 +103,9 @@ def test_array_equals_local_pool(slurm_cluster, tmp_path):
     assert s_array["summary"] == s_local["summary"]
     assert (array / "gap_cdf.png").stat().st_size > 0
     assert sorted(p.name for p in (array / "shards").glob("shard-*")) == [
-        "shard-0-of-2.json", "shard-1-of-2.json"]
+        "shard-0-of-2.json",
+        "shard-1-of-2.json",
+    ]
 
 
 @pytest.mark.slurm
@@ -94,8 +120,15 @@ def test_failed_task_is_named_with_its_log(slurm_cluster, tmp_path):
     )
     client = get_client(min_interval=1.0)
     with pytest.raises(eval_array.ArrayError) as exc:
-        eval_array.run_array(client, ["bash", "-c", script, "x"], [1.0, 2.0], 2,
-                             tmp_path / "shards", poll=1.0, progress=False)
+        eval_array.run_array(
+            client,
+            ["bash", "-c", script, "x"],
+            [1.0, 2.0],
+            2,
+            tmp_path / "shards",
+            poll=1.0,
+            progress=False,
+        )
     msg = str(exc.value)
     assert "1 of 2 tasks failed" in msg and "FAILED=1" in msg
     assert "task 1 (job " in msg and "task 0" not in msg

@@ -28,11 +28,19 @@ def hand_data(gaps_per_episode: list[list[float]], end_gaps: list[float]) -> ds.
     recs = []
     for gaps, end in zip(gaps_per_episode, end_gaps, strict=True):
         n = len(gaps)
-        recs.append({
-            "t0": 0.0, "units": 1, "pred_end": 0.0, "end_gap": end, "now": list(range(n)),
-            "gap": gaps, "hist_end": list(range(1, n + 1)),
-            "hist": np.zeros((n, N_FEATURES)).tolist(), "ctx": np.zeros((n, N_FEATURES)).tolist(),
-        })
+        recs.append(
+            {
+                "t0": 0.0,
+                "units": 1,
+                "pred_end": 0.0,
+                "end_gap": end,
+                "now": list(range(n)),
+                "gap": gaps,
+                "hist_end": list(range(1, n + 1)),
+                "hist": np.zeros((n, N_FEATURES)).tolist(),
+                "ctx": np.zeros((n, N_FEATURES)).tolist(),
+            }
+        )
     return ds.from_records(recs, {"window": 1, "feature_version": 0})
 
 

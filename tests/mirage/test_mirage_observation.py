@@ -60,8 +60,14 @@ def test_normalisation_is_cluster_size_and_limit_free():
 
     a = ObservationBuilder(20, 48 * H).queue_features(queue(1))
     b = ObservationBuilder(40, 96 * H).queue_features(queue(2))
-    for name in ("pend_units", "run_units", "pend_limit_p50", "run_elapsed_p50",
-                 "run_remaining_p50", "pend_job_units_p90"):
+    for name in (
+        "pend_units",
+        "run_units",
+        "pend_limit_p50",
+        "run_elapsed_p50",
+        "run_remaining_p50",
+        "pend_job_units_p90",
+    ):
         assert a[col(name)] == pytest.approx(b[col(name)]), name
         assert a[col(name)] > 0
 
@@ -78,8 +84,9 @@ def test_started_waits_from_consecutive_snapshots():
     b = ObservationBuilder(10, 48 * H, wait_horizon=2 * H)
     b.push(snap(0.0, 10, pending=[(7, 1, H, -3 * H, -3 * H), (8, 1, H, -H, -H)]))
     # job 7 started at 300 s after waiting 3 h + 300 s; job 9 arrived and started unseen
-    b.push(snap(600.0, 10, pending=[(8, 1, H, -H, -H)],
-                running=[(7, 1, H, 300.0), (9, 1, H, 500.0)]))
+    b.push(
+        snap(600.0, 10, pending=[(8, 1, H, -H, -H)], running=[(7, 1, H, 300.0), (9, 1, H, 500.0)])
+    )
     assert sorted(b.recent_waits()) == pytest.approx([0.0, 3 * H + 300])
     b.push(snap(600.0 + 3 * H, 10))
     assert b.recent_waits().shape == (0,)  # both starts left the 2 h horizon

@@ -50,7 +50,8 @@ def test_every_agent_trains_saves_loads_and_decides(small_world, tmp_path, agent
     # the loaded model acts like the trained one
     o = ep.observe()
     assert int(model.predict(o, deterministic=True)[0]) == int(
-        policy.model.predict(o, deterministic=True)[0])
+        policy.model.predict(o, deterministic=True)[0]
+    )
 
 
 def test_feature_version_mismatch_is_refused(small_world, tmp_path):

@@ -17,14 +17,28 @@ job = st.tuples(
     st.integers(1, 16),  # units
     st.integers(0, 4),  # user
 )
-configs = st.sampled_from([
-    SlurmConfig(),
-    SlurmConfig(scheduler_type="sched/builtin"),
-    SlurmConfig(priority_type="priority/multifactor", weight_age=1000, weight_fairshare=5000,
-                weight_job_size=500, calc_period=60.0, bf_resolution=1.0, bf_interval=5.0),
-    SlurmConfig(priority_type="priority/multifactor", favor_small=True, weight_job_size=1000,
-                bf_max_job_test=3, bf_window=600.0),
-])
+configs = st.sampled_from(
+    [
+        SlurmConfig(),
+        SlurmConfig(scheduler_type="sched/builtin"),
+        SlurmConfig(
+            priority_type="priority/multifactor",
+            weight_age=1000,
+            weight_fairshare=5000,
+            weight_job_size=500,
+            calc_period=60.0,
+            bf_resolution=1.0,
+            bf_interval=5.0,
+        ),
+        SlurmConfig(
+            priority_type="priority/multifactor",
+            favor_small=True,
+            weight_job_size=1000,
+            bf_max_job_test=3,
+            bf_window=600.0,
+        ),
+    ]
+)
 
 
 def peak_usage(records) -> int:
@@ -56,4 +70,3 @@ def test_deterministic(rows, cfg):
     b = Simulator(make_trace(rows, total=16), cfg)
     b.run()
     assert [(r.job_id, r.start) for r in a.records] == [(r.job_id, r.start) for r in b.records]
-

@@ -12,15 +12,30 @@ from sim.cli import main as hpcsim
 from sim.generate import LublinParams, daily_weights, generate, offered_load
 from sim.traces import read_trace, write_swf
 
-FIELDS = ("job_id", "submit", "runtime", "limit", "units", "user", "group", "exit_code",
-          "recorded_start")
+FIELDS = (
+    "job_id",
+    "submit",
+    "runtime",
+    "limit",
+    "units",
+    "user",
+    "group",
+    "exit_code",
+    "recorded_start",
+)
 
 
 def same(a, b) -> None:
     for name in FIELDS:
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
     assert (a.unit, a.total_units, a.start_epoch, a.user_names, a.group_names, a.names) == (
-        b.unit, b.total_units, b.start_epoch, b.user_names, b.group_names, b.names)
+        b.unit,
+        b.total_units,
+        b.start_epoch,
+        b.user_names,
+        b.group_names,
+        b.names,
+    )
 
 
 def test_deterministic_by_seed():
@@ -44,8 +59,29 @@ def test_model_shape():
     assert np.median(t.runtime[t.units >= 32]) > 3 * np.median(t.runtime[t.units == 1])
     assert t.runtime.min() >= 1 and t.runtime.max() <= np.exp(12)
     assert (t.limit >= t.runtime).all()
-    common = {m * 60 for m in (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960,
-                               1440, 2160, 2880)}
+    common = {
+        m * 60
+        for m in (
+            5,
+            10,
+            15,
+            20,
+            30,
+            45,
+            60,
+            90,
+            120,
+            180,
+            240,
+            360,
+            480,
+            720,
+            960,
+            1440,
+            2160,
+            2880,
+        )
+    }
     assert set(np.unique(t.limit).tolist()) <= common
     assert 0.08 < np.mean(t.limit == 48 * 3600) < 0.3
     # daily cycle: more submits in the early afternoon than at dawn
@@ -93,8 +129,21 @@ def test_round_trip_through_swf(tmp_path):
 
 def test_cli_writes_readable_swf(tmp_path, capsys):
     out = tmp_path / "w.swf"
-    rc = hpcsim(["generate", "--jobs", "3000", "--units", "64", "--seed", "5", "--load", "0.9",
-                 "--out", str(out)])
+    rc = hpcsim(
+        [
+            "generate",
+            "--jobs",
+            "3000",
+            "--units",
+            "64",
+            "--seed",
+            "5",
+            "--load",
+            "0.9",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     assert "wrote 3000 jobs" in capsys.readouterr().out
     text = out.read_text()
@@ -105,14 +154,30 @@ def test_cli_writes_readable_swf(tmp_path, capsys):
 def test_cli_errors(tmp_path, capsys):
     assert hpcsim(["generate", "--jobs", "0", "--units", "8", "--out", str(tmp_path / "x")]) == 2
     assert "n_jobs must be at least 1" in capsys.readouterr().err
-    assert hpcsim(["generate", "--jobs", "5", "--units", "8",
-                   "--out", str(tmp_path / "missing" / "x.swf")]) == 1
+    assert (
+        hpcsim(
+            [
+                "generate",
+                "--jobs",
+                "5",
+                "--units",
+                "8",
+                "--out",
+                str(tmp_path / "missing" / "x.swf"),
+            ]
+        )
+        == 1
+    )
     assert "cannot write" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         hpcsim(["generate", "--units", "8"])
 
 
 def test_console_script_entry():
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", "generate", "--help"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "generate", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0 and "--load" in proc.stdout

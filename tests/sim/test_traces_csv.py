@@ -16,7 +16,7 @@ def write(tmp_path, text: str, name: str = "jobs.csv"):
 def test_csv_gpus_iso_and_unix_times(tmp_path):
     text = (
         "job_id,user,group,name,submit,start,end,gpus,limit,exit_code,partition\n"
-        "11,ann,ml,\"train, big\",2024-02-01T00:00:00,2024-02-01T00:10:00,2024-02-01T01:10:00,8,2:00:00,0,a100\n"
+        '11,ann,ml,"train, big",2024-02-01T00:00:00,2024-02-01T00:10:00,2024-02-01T01:10:00,8,2:00:00,0,a100\n'
         "12,ben,ml,eval,1706746200,1706746260,1706746320,1,600,3,a100\n"
         "13,ann,ml,never,2024-02-01T00:20:00,,,2,600,0,a100\n"
         "14,cat,bio,x,2024-02-01T00:30:00+01:00,2024-02-01T00:30:00+01:00,2024-02-01T00:40:00+01:00,2,UNLIMITED,,a100\n"

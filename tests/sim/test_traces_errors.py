@@ -74,8 +74,10 @@ def test_bad_options(tmp_path):
     with pytest.raises(TraceError, match="total_units must be positive"):
         read_trace(path, total_units=0)
     sacct = tmp_path / "s.txt"
-    sacct.write_text("JobID|Submit|Start|End|NNodes\n"
-                     "1|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|1\n")
+    sacct.write_text(
+        "JobID|Submit|Start|End|NNodes\n"
+        "1|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|1\n"
+    )
     with pytest.raises(TraceError, match="unknown time zone 'Mars/Olympus'"):
         read_trace(sacct, tz="Mars/Olympus")
 

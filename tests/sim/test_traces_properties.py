@@ -16,8 +16,7 @@ from sim.traces import Trace, TraceError, read_trace
 # Readers must not leak numpy RuntimeWarnings (overflowing casts and the like) either.
 pytestmark = pytest.mark.filterwarnings("error")
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def read_bytes_as_trace(data: bytes, name: str = "t", **kw):
@@ -27,16 +26,18 @@ def read_bytes_as_trace(data: bytes, name: str = "t", **kw):
         return read_trace(path, **kw)
 
 
-swf_job = st.fixed_dictionaries({
-    "submit": st.integers(0, 10**8),
-    "wait": st.integers(-1, 10**6),
-    "run": st.integers(0, 10**6),
-    "procs": st.integers(1, 4096),
-    "req": st.one_of(st.just(-1), st.integers(1, 10**6)),
-    "status": st.sampled_from([-1, 0, 1, 5]),
-    "user": st.integers(-1, 500),
-    "extra": st.integers(0, 3),
-})
+swf_job = st.fixed_dictionaries(
+    {
+        "submit": st.integers(0, 10**8),
+        "wait": st.integers(-1, 10**6),
+        "run": st.integers(0, 10**6),
+        "procs": st.integers(1, 4096),
+        "req": st.one_of(st.just(-1), st.integers(1, 10**6)),
+        "status": st.sampled_from([-1, 0, 1, 5]),
+        "user": st.integers(-1, 500),
+        "extra": st.integers(0, 3),
+    }
+)
 
 
 @SETTINGS
@@ -45,8 +46,10 @@ def test_random_valid_swf_rows_parse(jobs):
     lines = ["; MaxProcs: 4096", "; UnixStartTime: 1600000000"]
     for i, j in enumerate(jobs, 1):
         extra = " 7" * j["extra"]
-        lines.append(f"{i} {j['submit']} {j['wait']} {j['run']} {j['procs']} -1 -1 {j['procs']} "
-                     f"{j['req']} -1 {j['status']} {j['user']} 1 -1 -1 -1 -1 -1{extra}")
+        lines.append(
+            f"{i} {j['submit']} {j['wait']} {j['run']} {j['procs']} -1 -1 {j['procs']} "
+            f"{j['req']} -1 {j['status']} {j['user']} 1 -1 -1 -1 -1 -1{extra}"
+        )
     trace = read_bytes_as_trace(("\n".join(lines) + "\n").encode(), "t.swf")
     assert len(trace) == len(jobs) and trace.warnings == []
     first = min(j["submit"] for j in jobs)
@@ -60,18 +63,22 @@ def test_random_valid_swf_rows_parse(jobs):
         assert trace.exit_code[k] == (1 if j["status"] in (0, 5) else 0)
 
 
-sacct_job = st.fixed_dictionaries({
-    "submit": st.integers(1_500_000_000, 1_800_000_000),
-    "wait": st.integers(0, 10**6),
-    "run": st.integers(0, 10**6),
-    "nodes": st.integers(1, 512),
-    "limit": st.integers(1, 10**5),
-    "limit_style": st.sampled_from(["minutes", "hms", "dhms"]),
-    "user": st.text("abcdefgh0123456789", min_size=1, max_size=8),
-    "name": st.text(st.characters(blacklist_characters="|",
-                                  blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=12),
-    "exit": st.integers(0, 255),
-})
+sacct_job = st.fixed_dictionaries(
+    {
+        "submit": st.integers(1_500_000_000, 1_800_000_000),
+        "wait": st.integers(0, 10**6),
+        "run": st.integers(0, 10**6),
+        "nodes": st.integers(1, 512),
+        "limit": st.integers(1, 10**5),
+        "limit_style": st.sampled_from(["minutes", "hms", "dhms"]),
+        "user": st.text("abcdefgh0123456789", min_size=1, max_size=8),
+        "name": st.text(
+            st.characters(blacklist_characters="|", blacklist_categories=["Cs", "Cc", "Zl", "Zp"]),
+            max_size=12,
+        ),
+        "exit": st.integers(0, 255),
+    }
+)
 
 
 def iso(t: int) -> str:
@@ -94,9 +101,11 @@ def test_random_valid_sacct_rows_parse(jobs):
     lines = ["JobID|JobName|User|Submit|Start|End|Timelimit|NNodes|ExitCode"]
     for i, j in enumerate(jobs, 1):
         start = j["submit"] + j["wait"]
-        lines.append(f"{i}|{j['name']}|{j['user']}|{iso(j['submit'])}|{iso(start)}|"
-                     f"{iso(start + j['run'])}|{slurm_limit(j['limit'], j['limit_style'])}|"
-                     f"{j['nodes']}|{j['exit']}:0")
+        lines.append(
+            f"{i}|{j['name']}|{j['user']}|{iso(j['submit'])}|{iso(start)}|"
+            f"{iso(start + j['run'])}|{slurm_limit(j['limit'], j['limit_style'])}|"
+            f"{j['nodes']}|{j['exit']}:0"
+        )
     trace = read_bytes_as_trace(("\n".join(lines) + "\n").encode(), "t.txt")
     assert len(trace) == len(jobs) and trace.warnings == []
     for k, job_id in enumerate(trace.job_id):
@@ -121,21 +130,63 @@ def check_outcome(read) -> None:
 
 
 @SETTINGS
-@given(data=st.binary(max_size=2000), fmt=st.sampled_from(["auto", "swf", "sacct", "csv"]),
-       strict=st.booleans())
+@given(
+    data=st.binary(max_size=2000),
+    fmt=st.sampled_from(["auto", "swf", "sacct", "csv"]),
+    strict=st.booleans(),
+)
 def test_random_bytes_only_trace_error(data, fmt, strict):
     check_outcome(lambda: read_bytes_as_trace(data, fmt=fmt, strict=strict))
 
 
-TOKENS = ["JobID", "Submit", "Start", "End", "NNodes", "Timelimit", "job_id", "user", "submit",
-          "start", "end", "nodes", "limit", "|", ",", "\t", " ", "\n", ";", ":", "-1", "0", "1",
-          "17", "2024-01-01T00:00:00", "Unknown", "UNLIMITED", "1-00:00:00", "5_3", "7.batch",
-          "nan", "inf", "1e999", "-", "99999999999999999999999", "é", "\"", "MaxProcs: 0"]
+TOKENS = [
+    "JobID",
+    "Submit",
+    "Start",
+    "End",
+    "NNodes",
+    "Timelimit",
+    "job_id",
+    "user",
+    "submit",
+    "start",
+    "end",
+    "nodes",
+    "limit",
+    "|",
+    ",",
+    "\t",
+    " ",
+    "\n",
+    ";",
+    ":",
+    "-1",
+    "0",
+    "1",
+    "17",
+    "2024-01-01T00:00:00",
+    "Unknown",
+    "UNLIMITED",
+    "1-00:00:00",
+    "5_3",
+    "7.batch",
+    "nan",
+    "inf",
+    "1e999",
+    "-",
+    "99999999999999999999999",
+    "é",
+    '"',
+    "MaxProcs: 0",
+]
 
 
 @SETTINGS
-@given(parts=st.lists(st.sampled_from(TOKENS), max_size=120),
-       fmt=st.sampled_from(["auto", "swf", "sacct", "csv"]), strict=st.booleans())
+@given(
+    parts=st.lists(st.sampled_from(TOKENS), max_size=120),
+    fmt=st.sampled_from(["auto", "swf", "sacct", "csv"]),
+    strict=st.booleans(),
+)
 def test_random_trace_like_text_only_trace_error(parts, fmt, strict):
     check_outcome(lambda: read_bytes_as_trace("".join(parts).encode(), fmt=fmt, strict=strict))
 
@@ -159,13 +210,22 @@ SEEDS = [
 
 
 @SETTINGS
-@given(seed=st.sampled_from(SEEDS), edits=st.lists(
-    st.tuples(st.integers(0, 500), st.integers(0, 30),
-              st.text(st.sampled_from(list("0123456789-:|,;\t\n .TeE+x_")), max_size=6)),
-    min_size=1, max_size=6), strict=st.booleans())
+@given(
+    seed=st.sampled_from(SEEDS),
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 500),
+            st.integers(0, 30),
+            st.text(st.sampled_from(list("0123456789-:|,;\t\n .TeE+x_")), max_size=6),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    strict=st.booleans(),
+)
 def test_damaged_files_only_trace_error(seed, edits, strict):
     text = seed
     for pos, cut, insert in edits:
         p = pos % (len(text) + 1)
-        text = text[:p] + insert + text[p + cut:]
+        text = text[:p] + insert + text[p + cut :]
     check_outcome(lambda: read_bytes_as_trace(text.encode(), strict=strict))

@@ -82,14 +82,54 @@ def test_parsable_with_trailing_bar_and_no_jobidraw(tmp_path):
 
 
 FIXED_ROWS = [
-    ("JobID", "JobName", "User", "Submit", "Start", "End", "Timelimit", "NNodes", "State",
-     "ExitCode"),
-    ("5001", "my job", "dave", "2024-05-01T08:00:00", "2024-05-01T08:00:05",
-     "2024-05-01T09:00:05", "01:00:00", "1", "COMPLETED", "0:0"),
-    ("5002", "sim", "erin", "2024-05-01T08:10:00", "2024-05-01T08:20:00", "2024-05-01T08:30:00",
-     "3-00:00:00", "16", "FAILED", "1:0"),
-    ("5002.batch", "batch", "", "2024-05-01T08:20:00", "2024-05-01T08:20:00",
-     "2024-05-01T08:30:00", "", "1", "FAILED", "1:0"),
+    (
+        "JobID",
+        "JobName",
+        "User",
+        "Submit",
+        "Start",
+        "End",
+        "Timelimit",
+        "NNodes",
+        "State",
+        "ExitCode",
+    ),
+    (
+        "5001",
+        "my job",
+        "dave",
+        "2024-05-01T08:00:00",
+        "2024-05-01T08:00:05",
+        "2024-05-01T09:00:05",
+        "01:00:00",
+        "1",
+        "COMPLETED",
+        "0:0",
+    ),
+    (
+        "5002",
+        "sim",
+        "erin",
+        "2024-05-01T08:10:00",
+        "2024-05-01T08:20:00",
+        "2024-05-01T08:30:00",
+        "3-00:00:00",
+        "16",
+        "FAILED",
+        "1:0",
+    ),
+    (
+        "5002.batch",
+        "batch",
+        "",
+        "2024-05-01T08:20:00",
+        "2024-05-01T08:20:00",
+        "2024-05-01T08:30:00",
+        "",
+        "1",
+        "FAILED",
+        "1:0",
+    ),
 ]
 WIDTHS = (12, 10, 9, 19, 19, 19, 10, 8, 10, 8)
 
@@ -112,9 +152,11 @@ def test_fixed_width_with_dashes_line(tmp_path):
 
 
 def test_whitespace_without_dashes_and_row_count_line(tmp_path):
-    text = "2\nJobID Submit Start End TimelimitRaw NNodes\n" \
-           "1 2024-01-01T00:00:00 2024-01-01T00:00:00 2024-01-01T01:00:00 120 2\n" \
-           "2 2024-01-01T00:30:00 2024-01-01T01:00:00 2024-01-01T01:10:00 UNLIMITED 1\n"
+    text = (
+        "2\nJobID Submit Start End TimelimitRaw NNodes\n"
+        "1 2024-01-01T00:00:00 2024-01-01T00:00:00 2024-01-01T01:00:00 120 2\n"
+        "2 2024-01-01T00:30:00 2024-01-01T01:00:00 2024-01-01T01:10:00 UNLIMITED 1\n"
+    )
     trace = read_trace(write(tmp_path, text, gz=True, name="t.log.gz"))
     assert trace.job_id.tolist() == [1, 2]
     assert trace.limit.tolist() == [7200.0, 600.0]
@@ -153,8 +195,9 @@ def test_missing_columns_named(tmp_path):
 
 
 def test_elapsed_used_without_end_column(tmp_path):
-    text = ("JobID|Submit|Start|ElapsedRaw|NNodes\n"
-            "1|2024-01-01T00:00:00|2024-01-01T00:00:00|4321|1\n")
+    text = (
+        "JobID|Submit|Start|ElapsedRaw|NNodes\n1|2024-01-01T00:00:00|2024-01-01T00:00:00|4321|1\n"
+    )
     trace = read_trace(write(tmp_path, text))
     assert trace.runtime.tolist() == [4321.0]
     assert trace.limit.tolist() == [4380.0]

@@ -23,8 +23,17 @@ def shared(name: str) -> Path:
 def check_invariants(trace) -> None:
     n = len(trace)
     assert n > 0
-    for name in ("job_id", "submit", "runtime", "limit", "units", "user", "group", "exit_code",
-                 "recorded_start"):
+    for name in (
+        "job_id",
+        "submit",
+        "runtime",
+        "limit",
+        "units",
+        "user",
+        "group",
+        "exit_code",
+        "recorded_start",
+    ):
         assert getattr(trace, name).shape == (n,), name
     assert len(trace.names) == n
     order = np.lexsort((trace.job_id, trace.submit))
@@ -122,7 +131,11 @@ def test_embedded_default_trace():
     assert "CC BY 4.0" in (path.parent / "README.md").read_text()
     trace = read_trace(path, total_units=default_total_units())
     check_invariants(trace)
-    assert trace.fmt == "sacct" and trace.unit == "nodes" and trace.total_units == default_total_units() == 72
+    assert (
+        trace.fmt == "sacct"
+        and trace.unit == "nodes"
+        and trace.total_units == default_total_units() == 72
+    )
     assert len(trace) == 4157 and trace.warnings == []
     assert 27 < trace.submit[-1] / 86400 < 28
     # the recorded schedule never used more nodes than the partition physically has

@@ -21,8 +21,10 @@ HEADER = """\
 
 
 def row(job, submit, wait, run, procs, req_procs, req_time, status=1, user=3, group=1, extra=""):
-    return (f"{job} {submit} {wait} {run} {procs} -1 -1 {req_procs} {req_time} -1 {status} "
-            f"{user} {group} -1 1 1 -1 -1{extra}\n")
+    return (
+        f"{job} {submit} {wait} {run} {procs} -1 -1 {req_procs} {req_time} -1 {status} "
+        f"{user} {group} -1 1 1 -1 -1{extra}\n"
+    )
 
 
 def write(tmp_path, text: str, name: str = "w.swf"):
@@ -114,11 +116,23 @@ def test_write_read_round_trip_gzip(tmp_path):
     write_swf(trace, out)
     assert gzip.decompress(out.read_bytes()).startswith(b"; Version: 2.2")
     back = read_trace(out)
-    for name in ("job_id", "submit", "runtime", "limit", "units", "user", "group", "exit_code",
-                 "recorded_start"):
+    for name in (
+        "job_id",
+        "submit",
+        "runtime",
+        "limit",
+        "units",
+        "user",
+        "group",
+        "exit_code",
+        "recorded_start",
+    ):
         assert np.array_equal(getattr(back, name), getattr(trace, name), equal_nan=True), name
     assert (back.start_epoch, back.total_units, back.user_names) == (
-        trace.start_epoch, trace.total_units, trace.user_names)
+        trace.start_epoch,
+        trace.total_units,
+        trace.user_names,
+    )
     assert not list(tmp_path.glob(".copy*"))  # no temporary left behind
 
 

@@ -26,13 +26,25 @@ def user_python() -> str:
     return sys.executable
 
 
-def run_as(uid: int, code: str, gid: int | None = None, env: dict[str, str] | None = None,
-           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_as(
+    uid: int,
+    code: str,
+    gid: int | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
     """Run Python ``code`` (stdlib only) as ``uid``/``gid`` with exactly ``env``."""
-    return subprocess.run([user_python(), "-c", code], user=uid,
-                          group=uid if gid is None else gid, extra_groups=[],
-                          env=env if env is not None else {"PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=timeout, cwd="/")
+    return subprocess.run(
+        [user_python(), "-c", code],
+        user=uid,
+        group=uid if gid is None else gid,
+        extra_groups=[],
+        env=env if env is not None else {"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
 
 
 def fuse_available() -> str | None:
@@ -57,8 +69,7 @@ def free_port() -> int:
 def is_mounted(path: str | Path) -> bool:
     target = os.path.realpath(path)
     with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == target and line.split()[2].startswith("fuse")
-                   for line in f)
+        return any(line.split()[1] == target and line.split()[2].startswith("fuse") for line in f)
 
 
 @dataclass
@@ -108,9 +119,14 @@ class ThemisMount:
         return self.proc.returncode
 
 
-def start_themis(root: Path, *args: str, backing: Path | None = None,
-                 config: Path | None = None, wait: float = 20.0,
-                 env: dict[str, str] | None = None) -> ThemisMount:
+def start_themis(
+    root: Path,
+    *args: str,
+    backing: Path | None = None,
+    config: Path | None = None,
+    wait: float = 20.0,
+    env: dict[str, str] | None = None,
+) -> ThemisMount:
     """Start ``themis mount`` in the foreground and wait until the mount is live."""
     backing = backing or root / "backing"
     mnt = root / "mnt"
@@ -124,8 +140,20 @@ def start_themis(root: Path, *args: str, backing: Path | None = None,
             raise
     port = free_port()
     log = root / f"themis-{port}.log"
-    cmd = [sys.executable, "-m", "themis.cli", "mount", str(backing), str(mnt), "--foreground",
-           "--metrics-port", str(port), "--log-file", str(log), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "themis.cli",
+        "mount",
+        str(backing),
+        str(mnt),
+        "--foreground",
+        "--metrics-port",
+        str(port),
+        "--log-file",
+        str(log),
+        *args,
+    ]
     if config is not None:
         cmd += ["--config", str(config)]
     full = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
@@ -144,5 +172,3 @@ def start_themis(root: Path, *args: str, backing: Path | None = None,
         time.sleep(0.05)
     mount.stop()
     raise RuntimeError(f"themis mount did not come up in {wait} s:\n{mount.logs()}")
-
-

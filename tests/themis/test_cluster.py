@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from tests.themis.fusehelp import free_port, fuse_available, start_themis
 from prometheus_client import CollectorRegistry
 
+from tests.themis.fusehelp import free_port, fuse_available, start_themis
 from themis.cluster.control import Controller
 from themis.cluster.link import ClusterLink
 from themis.cluster.records import RecordError, Report, decode, encode

@@ -39,9 +39,11 @@ def test_backing_directory_vanishes_and_returns(themis):
     held = open(themis.mnt / "d" / "f", "rb")  # noqa: SIM115 - kept open across the removal
     shutil.rmtree(themis.backing)
     time.sleep(1.2)  # past the kernel's attribute/entry cache (1 s)
-    for call in (lambda: os.stat(themis.mnt / "d" / "f"),
-                 lambda: os.open(themis.mnt / "new", os.O_CREAT | os.O_WRONLY),
-                 lambda: os.listdir(themis.mnt / "d")):
+    for call in (
+        lambda: os.stat(themis.mnt / "d" / "f"),
+        lambda: os.open(themis.mnt / "new", os.O_CREAT | os.O_WRONLY),
+        lambda: os.listdir(themis.mnt / "d"),
+    ):
         with pytest.raises(OSError) as info:
             call()
         assert info.value.errno in (errno.ENOENT, errno.ESTALE)
@@ -133,12 +135,20 @@ print(h.hexdigest())
 
 def test_sighup_reloads_policy_without_dropping_io(fuse_root):
     config = fuse_root / "themis.toml"
-    config.write_text('[scheduler]\npolicy = "job-fair"\n[device]\n'
-                      'bandwidth_bytes_per_second = 40_000_000\n[metrics]\nupdate_seconds = 0.1\n')
+    config.write_text(
+        '[scheduler]\npolicy = "job-fair"\n[device]\n'
+        "bandwidth_bytes_per_second = 40_000_000\n[metrics]\nupdate_seconds = 0.1\n"
+    )
     mount = start_themis(fuse_root, config=config)
     try:
-        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(mount.mnt / f"w{i}"), "40"],
-                                    stdout=subprocess.PIPE, text=True) for i in range(2)]
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(mount.mnt / f"w{i}"), "40"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(2)
+        ]
         assert wait_for(lambda: (mount.sample("themis_io_bytes_total", op="write") or 0) > 4 * MiB)
         config.write_text(config.read_text().replace("job-fair", "size-fair"))
         mount.signal(signal.SIGHUP)
@@ -180,9 +190,22 @@ def test_bad_config_is_a_clear_error_not_a_traceback(fuse_root):
     config.write_text("[scheduler]\nmax_inflight = 0\n")
     (fuse_root / "b").mkdir()
     (fuse_root / "m").mkdir()
-    out = subprocess.run([sys.executable, "-m", "themis.cli", "mount", str(fuse_root / "b"),
-                          str(fuse_root / "m"), "--config", str(config), "--foreground"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "themis.cli",
+            "mount",
+            str(fuse_root / "b"),
+            str(fuse_root / "m"),
+            "--config",
+            str(config),
+            "--foreground",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "scheduler.max_inflight" in out.stderr and str(config) in out.stderr
     assert "Traceback" not in out.stderr
@@ -191,14 +214,30 @@ def test_bad_config_is_a_clear_error_not_a_traceback(fuse_root):
 def test_detached_daemon_reports_mount_and_stops(fuse_root):
     (fuse_root / "backing").mkdir()
     (fuse_root / "mnt").mkdir()
-    out = subprocess.run([sys.executable, "-m", "themis.cli", "mount", str(fuse_root / "backing"),
-                          str(fuse_root / "mnt"), "--log-file", str(fuse_root / "d.log")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "themis.cli",
+            "mount",
+            str(fuse_root / "backing"),
+            str(fuse_root / "mnt"),
+            "--log-file",
+            str(fuse_root / "d.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert is_mounted(fuse_root / "mnt")
-    pid = int(next(line.split("themis[")[1].split("]")[0]
-                   for line in Path(fuse_root / "d.log").read_text().splitlines()
-                   if "mounted" in line))
+    pid = int(
+        next(
+            line.split("themis[")[1].split("]")[0]
+            for line in Path(fuse_root / "d.log").read_text().splitlines()
+            if "mounted" in line
+        )
+    )
     os.kill(pid, signal.SIGTERM)
     assert wait_for(lambda: not is_mounted(fuse_root / "mnt"))
 
@@ -228,8 +267,10 @@ def test_kernel_background_limit_is_raised(themis):
 
 def test_connection_id_reads_escaped_mountinfo(tmp_path):
     info = tmp_path / "mountinfo"
-    info.write_text("36 35 0:39 / /tmp/a\\040b rw,nosuid - fuse.themis themis rw\n"
-                    "37 35 0:40 / /tmp/a\\040b rw - fuse.themis themis rw\n")
+    info.write_text(
+        "36 35 0:39 / /tmp/a\\040b rw,nosuid - fuse.themis themis rw\n"
+        "37 35 0:40 / /tmp/a\\040b rw - fuse.themis themis rw\n"
+    )
     assert fusectl.connection_id("/tmp/a b", str(info)) == 40
     assert fusectl.connection_id("/tmp/none", str(info)) is None
 

@@ -15,8 +15,8 @@ import urllib.error
 from pathlib import Path
 
 import pytest
-from tests.themis.fusehelp import REPO, is_mounted, start_themis
 
+from tests.themis.fusehelp import REPO, is_mounted, start_themis
 from themis.fs import fusectl
 from themis.fs.syscalls import fallocate
 from themis.sched.policy import POLICIES

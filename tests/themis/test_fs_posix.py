@@ -19,8 +19,11 @@ GiB = 1 << 30
 
 def errno_as(uid: int, call: str) -> str:
     """Run one os call as ``uid``; returns "ok" or the errno name."""
-    code = ("import os, errno\ntry:\n    " + call +
-            "\n    print('ok')\nexcept OSError as e:\n    print(errno.errorcode[e.errno])")
+    code = (
+        "import os, errno\ntry:\n    "
+        + call
+        + "\n    print('ok')\nexcept OSError as e:\n    print(errno.errorcode[e.errno])"
+    )
     out = run_as(uid, code)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()

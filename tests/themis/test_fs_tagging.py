@@ -19,8 +19,10 @@ pytestmark = pytest.mark.fuse
 
 TRUST = "[tagging]\ntrust_environment = true\n"
 
-WRITE_CODE = ("import os\nwith open(os.environ['OUT'], 'wb') as f:\n"
-              "    f.write(b'x' * int(os.environ['NBYTES']))\n")
+WRITE_CODE = (
+    "import os\nwith open(os.environ['OUT'], 'wb') as f:\n"
+    "    f.write(b'x' * int(os.environ['NBYTES']))\n"
+)
 
 
 @pytest.fixture
@@ -76,9 +78,13 @@ def test_tag_is_kept_with_the_open_file(trusting):
 
 
 def sbatch(cluster, *args: str) -> str:
-    out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", *args],
-                         env=dict(os.environ, **cluster.env), capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        ["sbatch", "--parsable", "-o", "/dev/null", *args],
+        env=dict(os.environ, **cluster.env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().split(";")[0]
 
@@ -86,8 +92,9 @@ def sbatch(cluster, *args: str) -> str:
 @pytest.mark.slurm
 def test_slurm_job_shows_up_in_metrics(themis, slurm_cluster):
     out = themis.mnt / "from-slurm"
-    job_id = sbatch(slurm_cluster, "-N", "1", "--wrap",
-                    f"python3 -c \"open('{out}', 'wb').write(b's' * 4096)\"")
+    job_id = sbatch(
+        slurm_cluster, "-N", "1", "--wrap", f"python3 -c \"open('{out}', 'wb').write(b's' * 4096)\""
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if themis.sample("themis_io_bytes_total", job=job_id, op="write") == 4096.0:
@@ -112,8 +119,7 @@ def test_node_count_from_the_slurm_client(slurm_cluster):
         assert info.node_list  # the allocated node, checked against this node's name
         assert lookup("999999") is None  # a job Slurm never knew
     finally:
-        subprocess.run(["scancel", job_id], env=dict(os.environ, **slurm_cluster.env),
-                       check=False)
+        subprocess.run(["scancel", job_id], env=dict(os.environ, **slurm_cluster.env), check=False)
 
 
 def test_finished_jobs_expire_from_the_metrics(fuse_root):
@@ -121,8 +127,12 @@ def test_finished_jobs_expire_from_the_metrics(fuse_root):
     config.write_text(TRUST + "[metrics]\njob_ttl_seconds = 1\nupdate_seconds = 0.1\n")
     mount = start_themis(fuse_root, config=config)
     try:
-        env = {"PATH": "/usr/bin:/bin", "OUT": str(mount.mnt / "short"), "NBYTES": "100",
-               "SLURM_JOB_ID": "777"}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "OUT": str(mount.mnt / "short"),
+            "NBYTES": "100",
+            "SLURM_JOB_ID": "777",
+        }
         out = run_as(0, WRITE_CODE, env=env)
         assert out.returncode == 0, out.stderr
         assert mount.sample("themis_io_bytes_total", job="777", op="write") == 100.0

@@ -11,8 +11,21 @@ from themis.iosim.cli import main
 
 def test_sim_size_scenario_writes_results(tmp_path, capsys):
     out = tmp_path / "res"
-    rc = main(["--scenario", "size", "--duration", "0.3", "--servers", "2",
-               "--runs", "fifo,size-fair,job-fair:sfq", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "--scenario",
+            "size",
+            "--duration",
+            "0.3",
+            "--servers",
+            "2",
+            "--runs",
+            "fifo,size-fair,job-fair:sfq",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "size-fair:lottery" in text and "small:large = 1:" in text
@@ -30,11 +43,29 @@ def test_sim_size_scenario_writes_results(tmp_path, capsys):
 
 def test_sim_mix_from_replay_csv_via_themis_command(tmp_path, capsys):
     replay = tmp_path / "replay.csv"
-    replay.write_text("job_id,user,units,submit,start,end\n"
-                      + "".join(f"{i},u{i % 3},{1 + i % 4},0,{i},{100 + i}\n" for i in range(12)))
-    rc = themis_main(["sim", "--scenario", "mix", "--replay", str(replay), "--duration", "0.05",
-                      "--servers", "4", "--runs", "fifo,user-then-size-fair",
-                      "--out", str(tmp_path / "o"), "--no-plots", "--no-progress"])
+    replay.write_text(
+        "job_id,user,units,submit,start,end\n"
+        + "".join(f"{i},u{i % 3},{1 + i % 4},0,{i},{100 + i}\n" for i in range(12))
+    )
+    rc = themis_main(
+        [
+            "sim",
+            "--scenario",
+            "mix",
+            "--replay",
+            str(replay),
+            "--duration",
+            "0.05",
+            "--servers",
+            "4",
+            "--runs",
+            "fifo,user-then-size-fair",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-plots",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     assert "12 jobs running" in capsys.readouterr().out
     assert len(list(csv.DictReader((tmp_path / "o" / "jobs.csv").open()))) == 24

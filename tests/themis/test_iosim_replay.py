@@ -28,20 +28,28 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_rows_from_hand_made_replay_csv(tmp_path):
     rows = rows_from_replay_csv(write(tmp_path, CSV))
-    assert [r.job_id for r in rows] == ["1", "2", "4"]          # 3 never started
+    assert [r.job_id for r in rows] == ["1", "2", "4"]  # 3 never started
     assert rows[0] == MixRow("1", "alice", "alice", 4, 10.0, 100.0)
     assert rows[2].end == math.inf
-    grouped = rows_from_replay_csv(write(tmp_path, "job_id,user,group,units,start,end\n"
-                                                   "7,dan,physics,6,0,1\n"), units_per_node=4)
+    grouped = rows_from_replay_csv(
+        write(tmp_path, "job_id,user,group,units,start,end\n7,dan,physics,6,0,1\n"),
+        units_per_node=4,
+    )
     assert grouped[0].group == "physics" and grouped[0].nodes == 2
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("job_id,user,start,end\n1,a,0,1\n", "line 1: missing column(s) units"),
-    ("job_id,user,units,start,end\n1,a,x,0,1\n", "line 2: column 'units': not a number"),
-    ("job_id,user,units,start,end\n1,a,0,0,1\n", "line 2: column 'units' must be >= 1"),
-    ("job_id,user,units,start,end\n1,a,1,0,1\n2,b,1,5,3\n", "line 3: column 'end' (3.0) is before"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("job_id,user,start,end\n1,a,0,1\n", "line 1: missing column(s) units"),
+        ("job_id,user,units,start,end\n1,a,x,0,1\n", "line 2: column 'units': not a number"),
+        ("job_id,user,units,start,end\n1,a,0,0,1\n", "line 2: column 'units' must be >= 1"),
+        (
+            "job_id,user,units,start,end\n1,a,1,0,1\n2,b,1,5,3\n",
+            "line 3: column 'end' (3.0) is before",
+        ),
+    ],
+)
 def test_bad_replay_files_name_file_and_line(tmp_path, text, needle):
     path = write(tmp_path, text)
     with pytest.raises(ReplayError) as err:
@@ -73,12 +81,13 @@ def test_mix_from_a_real_hpcsim_replay(tmp_path):
     from sim.replay_cli import main as replay_main
 
     out = tmp_path / "schedule.csv"
-    assert replay_main(["--out", str(out), "--no-progress"]) == 0   # the embedded LS6 slice
+    assert replay_main(["--out", str(out), "--no-progress"]) == 0  # the embedded LS6 slice
     rows = rows_from_replay_csv(out)
     assert len(rows) > 1000
     at, running = concurrent_slice(rows)
     assert len(running) >= 5
-    jobs = mix_from_rows([MixRow(r.job_id, r.user, r.group, r.nodes, 0.0, math.inf)
-                          for r in running])
+    jobs = mix_from_rows(
+        [MixRow(r.job_id, r.user, r.group, r.nodes, 0.0, math.inf) for r in running]
+    )
     res = IOSim(jobs, ServerSpec(count=8), "user-then-size-fair").run(0.05)
     assert res.chunks > 0 and sum(j.bytes for j in res.jobs) > 0

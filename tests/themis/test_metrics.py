@@ -38,10 +38,18 @@ def test_records_shares_and_expires_finished_jobs():
         sched.submit(tag, 1 << 20)
     m.update(sched.stats())
     r = m.registry
-    assert r.get_sample_value("themis_io_bytes_total",
-                              {"job": "1", "user": "alice", "group": "phys", "op": "write"}) == 100
-    assert r.get_sample_value("themis_job_target_share_ratio",
-                              {"job": "2", "user": "bob", "group": "chem"}) == 0.8
+    assert (
+        r.get_sample_value(
+            "themis_io_bytes_total", {"job": "1", "user": "alice", "group": "phys", "op": "write"}
+        )
+        == 100
+    )
+    assert (
+        r.get_sample_value(
+            "themis_job_target_share_ratio", {"job": "2", "user": "bob", "group": "chem"}
+        )
+        == 0.8
+    )
     assert r.get_sample_value("themis_queue_depth") == 2  # nothing dispatched yet
     sched.next()
     m.update(sched.stats())
@@ -52,8 +60,12 @@ def test_records_shares_and_expires_finished_jobs():
     assert m.expire() == []
     clock.now = 100
     assert m.expire() == ["1"]  # b still has a file open
-    assert r.get_sample_value("themis_io_bytes_total",
-                              {"job": "1", "user": "alice", "group": "phys", "op": "write"}) is None
+    assert (
+        r.get_sample_value(
+            "themis_io_bytes_total", {"job": "1", "user": "alice", "group": "phys", "op": "write"}
+        )
+        is None
+    )
     assert r.get_sample_value("themis_jobs") == 1
     assert r.get_sample_value("themis_jobs_expired_total") == 1
 

@@ -18,7 +18,7 @@ B = JobTag("b", "u2", "g", 4)
 def test_gate_orders_by_policy_and_limits_inflight():
     gate = Gate(Scheduler("size-fair", "sfq", max_inflight=2))
     order: list[str] = []
-    running = [0, 0]                           # now, max
+    running = [0, 0]  # now, max
 
     async def worker(tag: JobTag, n: int) -> None:
         for _ in range(n):
@@ -31,14 +31,14 @@ def test_gate_orders_by_policy_and_limits_inflight():
 
     async def main() -> None:
         async with trio.open_nursery() as n:
-            for _ in range(4):                 # 4 concurrent "processes" per job
+            for _ in range(4):  # 4 concurrent "processes" per job
                 n.start_soon(worker, A, 10)
                 n.start_soon(worker, B, 10)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert running[1] == 2
     assert len(order) == 80
-    assert order[:25].count("b") >= 18         # size-fair 1:4 while both are backlogged
+    assert order[:25].count("b") >= 18  # size-fair 1:4 while both are backlogged
     assert gate.scheduler.queued == 0 and gate.scheduler.inflight == 0
 
 
@@ -52,7 +52,7 @@ def test_gate_cancellation_withdraws_and_releases():
             done.append("a")
 
     async def waiter() -> None:
-        async with gate.slot(B, 3 << 20):      # 3 chunks, never admitted: cancelled while waiting
+        async with gate.slot(B, 3 << 20):  # 3 chunks, never admitted: cancelled while waiting
             done.append("b")
 
     async def main() -> None:
@@ -61,7 +61,7 @@ def test_gate_cancellation_withdraws_and_releases():
             await trio.sleep(0.1)
             with trio.move_on_after(0.2):
                 await waiter()
-        async with gate.slot(A, 10):           # the gate still works afterwards
+        async with gate.slot(A, 10):  # the gate still works afterwards
             done.append("again")
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -71,8 +71,15 @@ def test_gate_cancellation_withdraws_and_releases():
 
 def test_gate_wakes_up_for_a_token_bucket():
     async def main() -> float:
-        sched = Scheduler("job-fair", "tbf", rate=1000.0, burst=100.0, clock=trio.current_time,
-                          max_inflight=4, min_charge=0)
+        sched = Scheduler(
+            "job-fair",
+            "tbf",
+            rate=1000.0,
+            burst=100.0,
+            clock=trio.current_time,
+            max_inflight=4,
+            min_charge=0,
+        )
         gate = Gate(sched)
         start = trio.current_time()
         for _ in range(11):
@@ -81,7 +88,7 @@ def test_gate_wakes_up_for_a_token_bucket():
         return trio.current_time() - start
 
     elapsed = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    assert 0.99 <= elapsed <= 1.05            # 100 B burst, then 1000 B/s for 1000 B
+    assert 0.99 <= elapsed <= 1.05  # 100 B burst, then 1000 B/s for 1000 B
 
 
 def test_gate_large_request_waits_for_every_chunk_turn():
@@ -89,7 +96,7 @@ def test_gate_large_request_waits_for_every_chunk_turn():
     order: list[str] = []
 
     async def big() -> None:
-        async with gate.slot(A, 3000) as req:      # 3 chunks: charged 3000 bytes
+        async with gate.slot(A, 3000) as req:  # 3 chunks: charged 3000 bytes
             assert len(req.chunks) == 3
             order.append("big")
 
@@ -106,5 +113,5 @@ def test_gate_large_request_waits_for_every_chunk_turn():
             n.start_soon(big)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    assert order.index("big") >= 2                 # it had to wait for its chunks' turns
+    assert order.index("big") >= 2  # it had to wait for its chunks' turns
     assert gate.scheduler.queued == 0 and gate.scheduler.inflight == 0

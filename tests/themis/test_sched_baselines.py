@@ -29,22 +29,26 @@ def take(s: Scheduler) -> list:
 
 def test_tbf_hand_worked_bucket():
     clk = Clock()
-    s = Scheduler("job-fair", "tbf", rate=1000.0, burst=1000.0, clock=clk, max_inflight=4, min_charge=0)
+    s = Scheduler(
+        "job-fair", "tbf", rate=1000.0, burst=1000.0, clock=clk, max_inflight=4, min_charge=0
+    )
     for _ in range(10):
         s.submit(A, 500)
-    assert len(take(s)) == 2                   # the full 1000-byte burst: two 500-byte chunks
-    assert s.wakeup_time() == pytest.approx(0.5)   # 500 more tokens take 0.5 s
+    assert len(take(s)) == 2  # the full 1000-byte burst: two 500-byte chunks
+    assert s.wakeup_time() == pytest.approx(0.5)  # 500 more tokens take 0.5 s
     clk.t = 0.49
-    assert take(s) == []                       # not work-conserving: idle device, work queued
+    assert take(s) == []  # not work-conserving: idle device, work queued
     clk.t = 0.5
     assert len(take(s)) == 1
-    clk.t = 2.0                                # 1.5 s later: capped at burst -> 2 chunks
+    clk.t = 2.0  # 1.5 s later: capped at burst -> 2 chunks
     assert len(take(s)) == 2
 
 
 def test_tbf_long_run_rate_and_per_job_rates():
     clk = Clock()
-    s = Scheduler("job-fair", "tbf", rate=1000.0, burst=100.0, rates={"b": 3000.0}, clock=clk, min_charge=0)
+    s = Scheduler(
+        "job-fair", "tbf", rate=1000.0, burst=100.0, rates={"b": 3000.0}, clock=clk, min_charge=0
+    )
     for _ in range(2000):
         s.submit(A, 100)
         s.submit(B, 100)
@@ -62,8 +66,8 @@ def test_tbf_chunk_larger_than_burst_is_not_stuck():
     s = Scheduler("job-fair", "tbf", rate=100.0, burst=50.0, clock=clk, min_charge=0)
     s.submit(A, 200)
     s.submit(A, 200)
-    assert len(take(s)) == 1                   # tokens go to -150
-    assert s.wakeup_time() == pytest.approx(2.0)   # back to +50 after 200 / 100 s
+    assert len(take(s)) == 1  # tokens go to -150
+    assert s.wakeup_time() == pytest.approx(2.0)  # back to +50 after 200 / 100 s
 
 
 def test_gift_alone_runs_at_capacity():
@@ -76,20 +80,21 @@ def test_gift_alone_runs_at_capacity():
     while clk.t < 1.0 - 1e-9:
         clk.t = s.wakeup_time()
         n += len(take(s))
-    assert n == 11                             # 100 B burst + 1000 B/s for 1 s
+    assert n == 11  # 100 B burst + 1000 B/s for 1 s
 
 
 def test_gift_throttled_jobs_get_coupons_and_redeem_them():
     clk = Clock()
     # fair rates 500 B/s each; buckets hold 0.2 s = 100 B; coupons up to 2 s = 1000 B
-    s = Scheduler("job-fair", "gift", capacity=1000.0, burst_s=0.2, coupon_s=2.0, clock=clk,
-                  min_charge=0)
+    s = Scheduler(
+        "job-fair", "gift", capacity=1000.0, burst_s=0.2, coupon_s=2.0, clock=clk, min_charge=0
+    )
     for _ in range(50):
         s.submit(A, 100)
         s.submit(B, 100)
-    first = s.next()                           # both full (100 tokens, rate 500 B/s): a first
+    first = s.next()  # both full (100 tokens, rate 500 B/s): a first
     assert first.tag == A
-    clk.t = 1.0                                # the device holds that chunk for a whole second
+    clk.t = 1.0  # the device holds that chunk for a whole second
     s.done(first)
     # during that second each bucket overflowed: a 0+500 -> 100 (+400 coupons),
     # b 100+500 -> 100 (+500 coupons); now 1 + 1 token dispatches, then 900 B of coupons
@@ -99,7 +104,7 @@ def test_gift_throttled_jobs_get_coupons_and_redeem_them():
     disp = s.dispatcher
     jobs = {j: s.job_state(j).d for j in "ab"}
     assert jobs["a"].coupons == pytest.approx(0) and jobs["b"].coupons == pytest.approx(0)
-    assert s.wakeup_time() == pytest.approx(1.2)   # throttled: next token in 100 / 500 s
+    assert s.wakeup_time() == pytest.approx(1.2)  # throttled: next token in 100 / 500 s
     assert disp.name == "gift"
 
 

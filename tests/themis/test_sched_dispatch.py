@@ -51,6 +51,7 @@ def test_lottery_is_deterministic_given_the_seed():
         s = Scheduler("size-fair", "lottery", seed=seed)
         fill(s, [A, B], 200)
         return [ch.tag.job_id for ch in drain(s, 200)]
+
     assert order(5) == order(5)
     assert order(5) != order(6)
 
@@ -75,25 +76,29 @@ def test_sfq_is_byte_fair_across_request_sizes():
 
 
 def test_sfq_group_user_size_fair_exact():
-    tags = [JobTag("a", "u1", "g1", 1), JobTag("b", "u1", "g1", 3), JobTag("c", "u2", "g1", 1),
-            JobTag("d", "u3", "g2", 8)]
+    tags = [
+        JobTag("a", "u1", "g1", 1),
+        JobTag("b", "u1", "g1", 3),
+        JobTag("c", "u2", "g1", 1),
+        JobTag("d", "u3", "g2", 8),
+    ]
     s = Scheduler("group-user-size-fair", "sfq")
     fill(s, tags, 1000)
     c = Counter(ch.tag.job_id for ch in drain(s, 1600))
-    for job, share in {"a": .0625, "b": .1875, "c": .25, "d": .5}.items():
+    for job, share in {"a": 0.0625, "b": 0.1875, "c": 0.25, "d": 0.5}.items():
         assert abs(c[job] - 1600 * share) <= 2, (job, c)
 
 
 @pytest.mark.parametrize("disp", ["lottery", "sfq"])
 def test_work_conserving_idle_job_share_goes_to_busy_jobs(disp):
-    c_tag = JobTag("c", "u3", "g", 16)   # never submits: its share must not be reserved
+    c_tag = JobTag("c", "u3", "g", 16)  # never submits: its share must not be reserved
     s = Scheduler("size-fair", disp, seed=3)
     s.submit(c_tag, 0)
-    drain(s, 1)                          # c was active once, now idle
+    drain(s, 1)  # c was active once, now idle
     fill(s, [A], 300)
     fill(s, [B], 100)
     got = drain(s, 10_000)
-    assert len(got) == 400 and s.queued == 0     # never returned None while work was queued
+    assert len(got) == 400 and s.queued == 0  # never returned None while work was queued
     # once b is drained, a gets everything
     tail = [ch.tag.job_id for ch in got[-150:]]
     assert set(tail) == {"a"}
@@ -112,9 +117,12 @@ def test_max_inflight_is_never_exceeded():
 
 def test_chunking_splits_large_requests_and_interleaves():
     s = Scheduler("job-fair", "sfq", chunk_bytes=1 << 20)
-    big = s.submit(A, (5 << 19))         # 2.5 MiB -> 1 MiB, 1 MiB, 0.5 MiB
+    big = s.submit(A, (5 << 19))  # 2.5 MiB -> 1 MiB, 1 MiB, 0.5 MiB
     assert [(c.offset, c.nbytes) for c in big.chunks] == [
-        (0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 19)]
+        (0, 1 << 20),
+        (1 << 20, 1 << 20),
+        (2 << 20, 1 << 19),
+    ]
     small = [s.submit(B, 1 << 20) for _ in range(3)]
     order = [ch.tag.job_id for ch in drain(s, 6)]
     assert order[:2] in (["a", "b"], ["b", "a"]) and order.count("a") == 3
@@ -136,7 +144,7 @@ def test_live_policy_change_keeps_everything(disp):
     s = Scheduler("job-fair", disp, seed=4, max_inflight=2)
     fill(s, [A, B], 500)
     first = drain(s, 200)
-    held = s.next()                      # one in flight across the switch
+    held = s.next()  # one in flight across the switch
     s.set_policy(Policy.from_name("size-fair"))
     s.done(held)
     second = drain(s, 500)
@@ -156,7 +164,7 @@ def test_cancel_withdraws_queued_chunks():
     s.submit(B, 100)
     first = s.next()
     assert s.cancel(r) == (9 if first.tag == A else 10)
-    assert s.next() is None              # max_inflight=1 still held by ``first``
+    assert s.next() is None  # max_inflight=1 still held by ``first``
     s.done(first)
     left = drain(s, 10)
     assert [c.tag.job_id for c in left] == ([] if first.tag == B else ["b"])
@@ -209,7 +217,7 @@ def test_small_request_is_its_own_chunk():
 def test_zero_byte_metadata_ops_are_charged_min_charge():
     s = Scheduler("job-fair", "sfq", min_charge=4096)
     for _ in range(300):
-        s.submit(A, 0)          # metadata: without a minimum charge it would always win
+        s.submit(A, 0)  # metadata: without a minimum charge it would always win
         s.submit(B, 4096)
     c = Counter(ch.tag.job_id for ch in drain(s, 200))
     assert c["a"] == c["b"] == 100
@@ -217,13 +225,14 @@ def test_zero_byte_metadata_ops_are_charged_min_charge():
 
 def test_live_switch_to_a_throttling_dispatcher_keeps_work():
     now = [0.0]
-    s = Scheduler("job-fair", "lottery", clock=lambda: now[0], rate=1000.0, burst=1000.0,
-                  min_charge=0)
+    s = Scheduler(
+        "job-fair", "lottery", clock=lambda: now[0], rate=1000.0, burst=1000.0, min_charge=0
+    )
     fill(s, [A, B], 5, nbytes=500)
     s.set_policy("job-fair", dispatcher="tbf")
     got = drain(s, 100)
-    assert len(got) == 4 and s.queued == 6           # each job's 1000-byte burst
-    now[0] = 10.0                                    # buckets refill to 1000 bytes only
+    assert len(got) == 4 and s.queued == 6  # each job's 1000-byte burst
+    now[0] = 10.0  # buckets refill to 1000 bytes only
     assert len(drain(s, 100)) == 4
     now[0] = 20.0
     assert len(drain(s, 100)) == 2 and s.queued == 0

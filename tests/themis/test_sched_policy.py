@@ -40,14 +40,20 @@ def test_user_then_size_fair_splits_users_equally_then_by_nodes():
 
 
 def test_group_user_size_fair_nests_three_levels():
-    tags = [T("a", "u1", "g1", 1), T("b", "u1", "g1", 3), T("c", "u2", "g1", 1),
-            T("d", "u3", "g2", 8)]
+    tags = [
+        T("a", "u1", "g1", 1),
+        T("b", "u1", "g1", 3),
+        T("c", "u2", "g1", 1),
+        T("d", "u3", "g2", 8),
+    ]
     shares = Policy.from_name("group-user-size-fair").shares(tags)
     assert shares == approx({"a": 0.0625, "b": 0.1875, "c": 0.25, "d": 0.5})
 
 
 def test_fifo_reports_an_equal_split():
-    assert Policy.from_name("fifo").shares([T("a"), T("b", nodes=3)]) == approx({"a": .5, "b": .5})
+    assert Policy.from_name("fifo").shares([T("a"), T("b", nodes=3)]) == approx(
+        {"a": 0.5, "b": 0.5}
+    )
     assert Policy.from_name("fifo").fifo and not Policy.from_name("job-fair").fifo
 
 
@@ -55,7 +61,7 @@ def test_weight_overrides_apply_at_the_user_level_or_to_jobs():
     tags = [T("a1", "alice"), T("a2", "alice"), T("b", "bob")]
     uf = Policy.from_name("user-fair", user_weights={"alice": 2.0})
     assert uf.shares(tags) == approx({"a1": 1 / 3, "a2": 1 / 3, "b": 1 / 3})
-    jf = Policy.from_name("job-fair", user_weights={"alice": 2.0})   # no user level: per job
+    jf = Policy.from_name("job-fair", user_weights={"alice": 2.0})  # no user level: per job
     assert jf.shares(tags) == approx({"a1": 0.4, "a2": 0.4, "b": 0.2})
 
 
@@ -75,9 +81,16 @@ def test_empty_and_duplicate_active_sets():
 
 
 tags_st = st.lists(
-    st.builds(JobTag, st.text("abcdef", min_size=1, max_size=3), st.sampled_from("uvw"),
-              st.sampled_from("gh"), st.integers(1, 64)),
-    min_size=1, max_size=20)
+    st.builds(
+        JobTag,
+        st.text("abcdef", min_size=1, max_size=3),
+        st.sampled_from("uvw"),
+        st.sampled_from("gh"),
+        st.integers(1, 64),
+    ),
+    min_size=1,
+    max_size=20,
+)
 
 
 @given(tags_st, st.sampled_from(sorted(POLICIES)))
@@ -90,22 +103,27 @@ def test_shares_sum_to_one_and_are_positive(tags, name):
 
 def test_load_policy_from_file_and_mapping(tmp_path):
     path = tmp_path / "themis.toml"
-    path.write_text('policy = "user-fair"\n[weights.users]\nalice = 2\n[weights.groups]\nhpc = 0.5\n')
+    path.write_text(
+        'policy = "user-fair"\n[weights.users]\nalice = 2\n[weights.groups]\nhpc = 0.5\n'
+    )
     p = load_policy(path)
     assert p.name == "user-fair" and p.user_weights["alice"] == 2.0
     assert p.group_weights["hpc"] == 0.5
     assert load_policy({"policy": "size-fair"}).leaf == "nodes"
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ('policy = "nope"', "field 'policy': unknown policy 'nope'"),
-    ("policy = 3", "field 'policy' must be a string"),
-    ('policy = "job-fair"\ncolour = 1', "unknown key(s) ['colour']"),
-    ('policy = "job-fair"\n[weights.users]\nbob = -1', "field 'weights.users.bob' must be"),
-    ('policy = "job-fair"\n[weights]\npets = {}', "unknown key(s) in 'weights'"),
-    ('policy = "job-fair"\nweights = 2', "field 'weights' must be a table"),
-    ("policy = = 1", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('policy = "nope"', "field 'policy': unknown policy 'nope'"),
+        ("policy = 3", "field 'policy' must be a string"),
+        ('policy = "job-fair"\ncolour = 1', "unknown key(s) ['colour']"),
+        ('policy = "job-fair"\n[weights.users]\nbob = -1', "field 'weights.users.bob' must be"),
+        ('policy = "job-fair"\n[weights]\npets = {}', "unknown key(s) in 'weights'"),
+        ('policy = "job-fair"\nweights = 2', "field 'weights' must be a table"),
+        ("policy = = 1", "invalid TOML"),
+    ],
+)
 def test_bad_policy_files_name_the_file_and_field(tmp_path, text, needle):
     path = tmp_path / "bad.toml"
     path.write_text(text)

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.themis.fusehelp import run_as, start_themis
 
+from tests.themis.fusehelp import run_as, start_themis
 from themis.tagging import Tagger
 
 pytestmark = pytest.mark.fuse

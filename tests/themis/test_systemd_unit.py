@@ -13,10 +13,24 @@ UNIT = Path(__file__).resolve().parents[2] / "systemd" / "themis.service"
 
 # each of these makes systemd run the service in its own mount namespace: the FUSE mount
 # would then be invisible to the jobs on the node
-NAMESPACING = ("PrivateMounts", "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices",
-               "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
-               "ProtectControlGroups", "ProtectProc", "ReadOnlyPaths", "InaccessiblePaths",
-               "TemporaryFileSystem", "BindPaths", "RootDirectory", "MountFlags")
+NAMESPACING = (
+    "PrivateMounts",
+    "ProtectSystem",
+    "ProtectHome",
+    "PrivateTmp",
+    "PrivateDevices",
+    "ProtectKernelTunables",
+    "ProtectKernelModules",
+    "ProtectKernelLogs",
+    "ProtectControlGroups",
+    "ProtectProc",
+    "ReadOnlyPaths",
+    "InaccessiblePaths",
+    "TemporaryFileSystem",
+    "BindPaths",
+    "RootDirectory",
+    "MountFlags",
+)
 
 
 def directives() -> dict[str, list[str]]:
@@ -50,8 +64,8 @@ def test_systemd_analyze_verify(tmp_path):
         pytest.skip("the themis console script is not installed next to this Python")
     unit = tmp_path / "themis.service"
     unit.write_text(UNIT.read_text().replace("/opt/mirage-themis/.venv/bin/themis", str(themis)))
-    out = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
-                         text=True, timeout=60)
-    problems = [line for line in (out.stdout + out.stderr).splitlines()
-                if "themis.service" in line]
+    out = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
+    )
+    problems = [line for line in (out.stdout + out.stderr).splitlines() if "themis.service" in line]
     assert out.returncode == 0 and not problems, out.stdout + out.stderr

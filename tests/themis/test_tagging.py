@@ -15,8 +15,15 @@ from hpcbase.slurm.parse import hostlist_contains
 from themis.tagging import Tagger, in_job, pseudo_tag
 
 
-def fake_proc(root: Path, pid: int, *, tgid: int | None = None, start: int = 1000,
-              cgroup: str = "0::/user.slice\n", env: dict[str, str] | None = None) -> None:
+def fake_proc(
+    root: Path,
+    pid: int,
+    *,
+    tgid: int | None = None,
+    start: int = 1000,
+    cgroup: str = "0::/user.slice\n",
+    env: dict[str, str] | None = None,
+) -> None:
     d = root / str(pid)
     d.mkdir(parents=True, exist_ok=True)
     (d / "status").write_text(f"Name:\tx\nTgid:\t{tgid or pid}\nPid:\t{pid}\n")
@@ -27,11 +34,29 @@ def fake_proc(root: Path, pid: int, *, tgid: int | None = None, start: int = 100
     (d / "environ").write_bytes(raw)
 
 
-def job(jid: int, uid: int = 1, nodes: int = 2, state: str = "RUNNING",
-        node_list: str | None = "n[01-02]", user: str = "u") -> JobInfo:
-    return JobInfo(id=jid, name="j", user=user, state=state, nodes=nodes, cpus=1,
-                   time_limit=None, submit=None, eligible=None, start=None, end=None,
-                   uid=uid, node_list=node_list)
+def job(
+    jid: int,
+    uid: int = 1,
+    nodes: int = 2,
+    state: str = "RUNNING",
+    node_list: str | None = "n[01-02]",
+    user: str = "u",
+) -> JobInfo:
+    return JobInfo(
+        id=jid,
+        name="j",
+        user=user,
+        state=state,
+        nodes=nodes,
+        cpus=1,
+        time_limit=None,
+        submit=None,
+        eligible=None,
+        start=None,
+        end=None,
+        uid=uid,
+        node_list=node_list,
+    )
 
 
 class FakeSlurm:
@@ -47,8 +72,12 @@ class FakeSlurm:
 
 
 def test_cgroup_job_wins_over_environment_and_size_comes_from_slurm(tmp_path):
-    fake_proc(tmp_path, 10, cgroup="12:memory:/slurm/uid_1000/job_4242/step_0\n",
-              env={"SLURM_JOB_ID": "999", "SLURM_JOB_NUM_NODES": "64"})
+    fake_proc(
+        tmp_path,
+        10,
+        cgroup="12:memory:/slurm/uid_1000/job_4242/step_0\n",
+        env={"SLURM_JOB_ID": "999", "SLURM_JOB_NUM_NODES": "64"},
+    )
     slurm = FakeSlurm(job(4242, uid=1000, nodes=4))
     tag = Tagger(tmp_path, slurm=slurm, node_name="n01").tag(10, 1000, 1000)
     assert (tag.job_id, tag.nodes) == ("4242", 4)
@@ -56,7 +85,9 @@ def test_cgroup_job_wins_over_environment_and_size_comes_from_slurm(tmp_path):
 
 
 def test_cgroup_v2_slurmstepd_path(tmp_path):
-    fake_proc(tmp_path, 11, cgroup="0::/system.slice/slurmstepd.scope/job_77/step_batch/user/task_0\n")
+    fake_proc(
+        tmp_path, 11, cgroup="0::/system.slice/slurmstepd.scope/job_77/step_batch/user/task_0\n"
+    )
     assert Tagger(tmp_path, slurm=None).tag(11, 5, 5).job_id == "77"
     fake_proc(tmp_path, 12, cgroup="0::/system.slice/n07_slurmstepd.scope/job_78/step_0\n")
     assert Tagger(tmp_path, slurm=None).tag(12, 5, 5).job_id == "78"
@@ -70,8 +101,13 @@ def test_a_job_cgroup_made_by_a_user_does_not_count(tmp_path):
 
 
 def test_environment_job_must_be_confirmed_by_slurm(tmp_path):
-    slurm = FakeSlurm(job(31, uid=1, nodes=3), job(32, uid=2), job(33, uid=1, state="PENDING"),
-                      job(34, uid=1, node_list="n[03-04]"), job(35, uid=None, user="root"))
+    slurm = FakeSlurm(
+        job(31, uid=1, nodes=3),
+        job(32, uid=2),
+        job(33, uid=1, state="PENDING"),
+        job(34, uid=1, node_list="n[03-04]"),
+        job(35, uid=None, user="root"),
+    )
     tagger = Tagger(tmp_path, slurm=slurm, node_name="n02")
     cases = [  # (pid, claimed job, uid, expected job)
         (20, "31", 1, "31"),  # running, the caller's, on this node
@@ -167,10 +203,12 @@ def test_real_processes_with_different_slurm_environments():
     procs = []
     for job, nodes in (("101", "1"), ("102", "4")):
         env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job, "SLURM_JOB_NUM_NODES": nodes}
-        procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                                      env=env))
-    plain = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                             env={"PATH": "/usr/bin:/bin"})
+        procs.append(
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+        )
+    plain = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], env={"PATH": "/usr/bin:/bin"}
+    )
     try:
         time.sleep(0.3)
         tags = [tagger.tag(p.pid, 0, 0) for p in procs]

@@ -26,7 +26,7 @@ class _Server:
         self.idx = idx
         self.sched = sched
         self.wake_at = math.inf
-        self.busy = 0                 # chunks in service (mirrors sched.inflight)
+        self.busy = 0  # chunks in service (mirrors sched.inflight)
         self.channels = sched.max_inflight
 
 
@@ -42,13 +42,38 @@ class _Proc:
 
 
 class _Job:
-    __slots__ = ("spec", "tag", "idx", "procs", "servers", "nsrv", "nreq", "nbytes", "cost",
-                 "depth", "think", "random", "rng", "running", "outstanding", "busy_start",
-                 "busy", "bytes", "ops", "work", "win", "procs_done", "burst_start", "bursts",
-                 "work_at_sync", "finished")
+    __slots__ = (
+        "spec",
+        "tag",
+        "idx",
+        "procs",
+        "servers",
+        "nsrv",
+        "nreq",
+        "nbytes",
+        "cost",
+        "depth",
+        "think",
+        "random",
+        "rng",
+        "running",
+        "outstanding",
+        "busy_start",
+        "busy",
+        "bytes",
+        "ops",
+        "work",
+        "win",
+        "procs_done",
+        "burst_start",
+        "bursts",
+        "work_at_sync",
+        "finished",
+    )
 
-    def __init__(self, spec: SimJob, idx: int, servers: list[_Server], seed: int, nwin: int,
-                 min_charge: int) -> None:
+    def __init__(
+        self, spec: SimJob, idx: int, servers: list[_Server], seed: int, nwin: int, min_charge: int
+    ) -> None:
         p = spec.profile
         self.spec, self.tag, self.idx = spec, spec.tag, idx
         self.rng = random.Random(seed * 1_000_003 + idx)
@@ -60,7 +85,7 @@ class _Job:
             base = self.rng.randrange(n)
             self.servers = [servers[(base + k) % n] for k in range(count)]
         self.nsrv = len(self.servers)
-        self.nreq = p.burst_requests            # 0: unbounded (dataload)
+        self.nreq = p.burst_requests  # 0: unbounded (dataload)
         self.nbytes = p.request_bytes
         self.cost = max(self.nbytes, min_charge)
         self.depth, self.think = p.depth, p.think
@@ -107,8 +132,8 @@ class SimResult:
     jobs: list[JobResult]
     chunks: int
     events: int
-    wall_s: float        # the event loop's wall-clock seconds (set-up excluded)
-    cpu_s: float = 0.0   # the event loop's CPU seconds
+    wall_s: float  # the event loop's wall-clock seconds (set-up excluded)
+    cpu_s: float = 0.0  # the event loop's CPU seconds
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -131,10 +156,20 @@ class IOSim:
     ``capacity``...) go in ``dispatcher_options``.
     """
 
-    def __init__(self, jobs: Sequence[SimJob], servers: ServerSpec, policy: Policy | str,
-                 dispatcher: str = "lottery", *, seed: int = 0, delta: float | None = 0.01,
-                 window: float = 0.05, chunk_bytes: int = MiB, min_charge: int = 4096,
-                 dispatcher_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[SimJob],
+        servers: ServerSpec,
+        policy: Policy | str,
+        dispatcher: str = "lottery",
+        *,
+        seed: int = 0,
+        delta: float | None = 0.01,
+        window: float = 0.05,
+        chunk_bytes: int = MiB,
+        min_charge: int = 4096,
+        dispatcher_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.spec = servers
         self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
         self.dispatcher = "fifo" if self.policy.fifo else dispatcher
@@ -144,10 +179,22 @@ class IOSim:
         self.now = 0.0
         opts = dict(dispatcher_options or {})
         self.servers = [
-            _Server(i, Scheduler(self.policy, dispatcher, seed=seed * 7919 + i,
-                                 max_inflight=servers.channels, chunk_bytes=chunk_bytes,
-                                 window=0, min_charge=min_charge, clock=self._clock, **opts))
-            for i in range(servers.count)]
+            _Server(
+                i,
+                Scheduler(
+                    self.policy,
+                    dispatcher,
+                    seed=seed * 7919 + i,
+                    max_inflight=servers.channels,
+                    chunk_bytes=chunk_bytes,
+                    window=0,
+                    min_charge=min_charge,
+                    clock=self._clock,
+                    **opts,
+                ),
+            )
+            for i in range(servers.count)
+        ]
         self.timed = self.servers[0].sched.dispatcher.timed
         self.jobs_in = list(jobs)
         self.min_charge = min_charge
@@ -229,8 +276,10 @@ class IOSim:
         self._overhead = self.spec.overhead
         self._nwin = max(1, math.ceil(duration / self.window))
         self._inv_win = 1.0 / self.window
-        jobs = [_Job(s, i, self.servers, self.seed, self._nwin, self.min_charge)
-                for i, s in enumerate(self.jobs_in)]
+        jobs = [
+            _Job(s, i, self.servers, self.seed, self._nwin, self.min_charge)
+            for i, s in enumerate(self.jobs_in)
+        ]
         for job in jobs:
             if job.spec.start < duration:
                 self._push(max(0.0, job.spec.start), START, job)
@@ -248,17 +297,28 @@ class IOSim:
             if gc_was_on:
                 gc.enable()
         self.now = duration
-        for job in jobs:   # close open busy intervals at the horizon
+        for job in jobs:  # close open busy intervals at the horizon
             if job.outstanding:
                 job.busy.append((job.busy_start, duration))
         if progress is not None:
             progress(duration)
         results = [JobResult(j.spec, j.bytes, j.ops, j.work, j.win, j.busy, j.bursts) for j in jobs]
-        return SimResult(self.policy.name, self.dispatcher, duration, self.window, self.spec,
-                         results, self.chunks, self.events, wall, cpu)
+        return SimResult(
+            self.policy.name,
+            self.dispatcher,
+            duration,
+            self.window,
+            self.spec,
+            results,
+            self.chunks,
+            self.events,
+            wall,
+            cpu,
+        )
 
-    def _loop(self, duration: float, sync: GlobalFairness | None,
-              progress: Callable[[float], None] | None) -> tuple[float, float]:
+    def _loop(  # noqa: C901 (the simulator's hot event loop: one function, no call overhead)
+        self, duration: float, sync: GlobalFairness | None, progress: Callable[[float], None] | None
+    ) -> tuple[float, float]:
         """The event loop; returns its wall-clock and CPU seconds."""
         heap, pop = self._heap, heapq.heappop
         issue, kick, push = self._issue, self._kick, self._push
@@ -274,7 +334,7 @@ class IOSim:
                 a.sched.done(b)
                 a.busy -= 1
                 req = b if b.__class__ is Request else b.request
-                if req.pending == 0:   # the request is complete: its process goes on
+                if req.pending == 0:  # the request is complete: its process goes on
                     proc = req.payload
                     job = proc.job
                     proc.outstanding -= 1

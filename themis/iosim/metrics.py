@@ -24,12 +24,12 @@ class JobMetrics:
     kind: str
     bytes: int
     work: int
-    rate: float            # work units / s over the job's lifetime in the run
-    alone_rate: float      # the same, with the job alone on its servers
-    slowdown: float        # alone_rate / rate
-    share: float           # achieved share while contending (windows where others demanded too)
-    target: float          # the policy's target share over those windows
-    cov: float             # CoV of per-window rate over windows it demanded (nan if < 3)
+    rate: float  # work units / s over the job's lifetime in the run
+    alone_rate: float  # the same, with the job alone on its servers
+    slowdown: float  # alone_rate / rate
+    share: float  # achieved share while contending (windows where others demanded too)
+    target: float  # the policy's target share over those windows
+    cov: float  # CoV of per-window rate over windows it demanded (nan if < 3)
 
 
 @dataclass
@@ -39,11 +39,11 @@ class RunMetrics:
     policy: str
     dispatcher: str
     duration: float
-    throughput: float      # aggregate bytes / s
-    ops_rate: float        # aggregate requests / s
+    throughput: float  # aggregate bytes / s
+    ops_rate: float  # aggregate requests / s
     mean_slowdown: float
     max_slowdown: float
-    share_error: float     # mean over contended windows of 0.5 * sum |achieved - target|
+    share_error: float  # mean over contended windows of 0.5 * sum |achieved - target|
     mean_cov: float
     chunks: int
     wall_s: float
@@ -75,15 +75,26 @@ def lifetime(job: SimJob, duration: float) -> float:
     return max(0.0, min(job.end, duration) - min(job.start, duration))
 
 
-def alone_rates(jobs: list[SimJob], servers: ServerSpec, duration: float, seed: int = 0,
-                chunk_bytes: int = 1 << 20) -> dict[str, float]:
+def alone_rates(
+    jobs: list[SimJob],
+    servers: ServerSpec,
+    duration: float,
+    seed: int = 0,
+    chunk_bytes: int = 1 << 20,
+) -> dict[str, float]:
     """Each job's work rate with nobody else on its servers, from one simulation in which
     every job gets private copies of as many servers as it uses."""
     solo, base = [], 0
     for job in jobs:
-        k = len(job.servers) if job.servers else (
-            servers.count if job.profile.stripe_count <= 0
-            else min(job.profile.stripe_count, servers.count))
+        k = (
+            len(job.servers)
+            if job.servers
+            else (
+                servers.count
+                if job.profile.stripe_count <= 0
+                else min(job.profile.stripe_count, servers.count)
+            )
+        )
         solo.append(replace(job, servers=tuple(range(base, base + k))))
         base += k
     spec = replace(servers, count=max(base, 1))
@@ -91,8 +102,14 @@ def alone_rates(jobs: list[SimJob], servers: ServerSpec, duration: float, seed: 
     return {r.job.tag.job_id: r.work / max(lifetime(r.job, duration), 1e-12) for r in res.jobs}
 
 
-def analyze(result: SimResult, target: Policy, *, scenario: str = "", run: str = "",
-            alone: dict[str, float] | None = None) -> RunMetrics:
+def analyze(
+    result: SimResult,
+    target: Policy,
+    *,
+    scenario: str = "",
+    run: str = "",
+    alone: dict[str, float] | None = None,
+) -> RunMetrics:
     """Figures for one run; shares are judged against ``target``'s policy."""
     jr = result.jobs
     n = len(jr[0].window_work) if jr else 0
@@ -131,21 +148,46 @@ def analyze(result: SimResult, target: Policy, *, scenario: str = "", run: str =
         rate = j.work / life if life > 0 else 0.0
         a = (alone or {}).get(j.job.tag.job_id, math.nan)
         rates = work[i, demand[i]] / w
-        cov = float(rates.std() / rates.mean()) if rates.size >= 3 and rates.mean() > 0 else math.nan
-        jobs.append(JobMetrics(
-            j.job.tag.job_id, j.job.tag.user, j.job.tag.group, j.job.tag.nodes,
-            j.job.profile.kind, j.bytes, j.work, rate, a,
-            a / rate if rate > 0 and not math.isnan(a) else math.nan,
-            float(got[i] / contended) if contended else math.nan,
-            float(want[i] / contended) if contended else math.nan, cov))
+        cov = (
+            float(rates.std() / rates.mean()) if rates.size >= 3 and rates.mean() > 0 else math.nan
+        )
+        jobs.append(
+            JobMetrics(
+                j.job.tag.job_id,
+                j.job.tag.user,
+                j.job.tag.group,
+                j.job.tag.nodes,
+                j.job.profile.kind,
+                j.bytes,
+                j.work,
+                rate,
+                a,
+                a / rate if rate > 0 and not math.isnan(a) else math.nan,
+                float(got[i] / contended) if contended else math.nan,
+                float(want[i] / contended) if contended else math.nan,
+                cov,
+            )
+        )
     slow = [m.slowdown for m in jobs if not math.isnan(m.slowdown)]
     covs = [m.cov for m in jobs if not math.isnan(m.cov)]
     dur = result.duration
     return RunMetrics(
-        scenario, run or f"{result.policy}:{result.dispatcher}", result.policy, result.dispatcher,
-        dur, sum(j.bytes for j in jr) / dur, sum(j.ops for j in jr) / dur,
-        float(np.mean(slow)) if slow else math.nan, float(np.max(slow)) if slow else math.nan,
+        scenario,
+        run or f"{result.policy}:{result.dispatcher}",
+        result.policy,
+        result.dispatcher,
+        dur,
+        sum(j.bytes for j in jr) / dur,
+        sum(j.ops for j in jr) / dur,
+        float(np.mean(slow)) if slow else math.nan,
+        float(np.max(slow)) if slow else math.nan,
         float(np.mean(errors)) if errors else math.nan,
-        float(np.mean(covs)) if covs else math.nan, result.chunks, result.wall_s, jobs, w,
-        {j.job.tag.job_id: (work[i] / w).tolist() for i, j in enumerate(jr)} if len(jr) <= 8
-        else {})
+        float(np.mean(covs)) if covs else math.nan,
+        result.chunks,
+        result.wall_s,
+        jobs,
+        w,
+        {j.job.tag.job_id: (work[i] / w).tolist() for i, j in enumerate(jr)}
+        if len(jr) <= 8
+        else {},
+    )

@@ -28,9 +28,11 @@ def plot_summary(runs: Sequence[RunMetrics], path: Path) -> None:
     for row, sc in zip(axes, scenarios, strict=True):
         rs = [r for r in runs if r.scenario == sc]
         labels = [r.run for r in rs]
-        for ax, vals, title in ((row[0], [r.throughput / 2**30 for r in rs], "GiB/s"),
-                                (row[1], [r.share_error for r in rs], "share error"),
-                                (row[2], [r.mean_cov for r in rs], "CoV of job throughput")):
+        for ax, vals, title in (
+            (row[0], [r.throughput / 2**30 for r in rs], "GiB/s"),
+            (row[1], [r.share_error for r in rs], "share error"),
+            (row[2], [r.mean_cov for r in rs], "CoV of job throughput"),
+        ):
             ax.barh(labels, vals, color="tab:blue")
             ax.set_title(f"{sc}: {title}", fontsize=9)
             ax.tick_params(labelsize=7)
@@ -64,14 +66,19 @@ def plot_timelines(runs: Sequence[RunMetrics], out_dir: Path) -> list[Path]:
             continue
         cols = 2
         rows = (len(rs) + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(12, 2.0 * rows + 0.4), squeeze=False,
-                                 sharex=True)
-        for ax in axes.flat[len(rs):]:
+        fig, axes = plt.subplots(
+            rows, cols, figsize=(12, 2.0 * rows + 0.4), squeeze=False, sharex=True
+        )
+        for ax in axes.flat[len(rs) :]:
             ax.set_visible(False)
         for ax, r in zip(axes.flat, rs, strict=False):
             for job, series in r.timeline.items():
-                ax.plot([i * r.window for i in range(len(series))], [v / 2**30 for v in series],
-                        label=job, lw=1)
+                ax.plot(
+                    [i * r.window for i in range(len(series))],
+                    [v / 2**30 for v in series],
+                    label=job,
+                    lw=1,
+                )
             ax.set_title(f"{sc} / {r.run}", fontsize=8)
             ax.set_ylabel("GiB/s", fontsize=7)
             ax.tick_params(labelsize=7)

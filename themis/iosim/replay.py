@@ -42,8 +42,10 @@ def rows_from_replay_csv(path: str | Path, *, units_per_node: int = 1) -> list[M
         header = reader.fieldnames or []
         missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise ReplayError(f"{path}: line 1: missing column(s) {', '.join(missing)} "
-                              f"(need {', '.join(REQUIRED)})")
+            raise ReplayError(
+                f"{path}: line 1: missing column(s) {', '.join(missing)} "
+                f"(need {', '.join(REQUIRED)})"
+            )
         rows = []
         for rec in reader:
             line = reader.line_num
@@ -60,8 +62,16 @@ def rows_from_replay_csv(path: str | Path, *, units_per_node: int = 1) -> list[M
             user = (rec["user"] or "").strip() or "unknown"
             group = (rec.get("group") or "").strip() or user
             nodes = max(1, math.ceil(units / units_per_node))
-            rows.append(MixRow(str(rec["job_id"]).strip(), user, group, nodes, start,
-                               math.inf if math.isnan(end) else end))
+            rows.append(
+                MixRow(
+                    str(rec["job_id"]).strip(),
+                    user,
+                    group,
+                    nodes,
+                    start,
+                    math.inf if math.isnan(end) else end,
+                )
+            )
     return rows
 
 
@@ -70,8 +80,9 @@ def concurrent_slice(rows: list[MixRow], at: float | None = None) -> tuple[float
     if not rows:
         return 0.0, []
     if at is None:
-        points = sorted([(r.start, 1) for r in rows] + [(r.end, -1) for r in rows],
-                        key=lambda p: (p[0], p[1]))
+        points = sorted(
+            [(r.start, 1) for r in rows] + [(r.end, -1) for r in rows], key=lambda p: (p[0], p[1])
+        )
         best, cur, at = -1, 0, rows[0].start
         for t, d in points:
             cur += d

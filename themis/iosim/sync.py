@@ -16,13 +16,15 @@ class GlobalFairness:
     Every update, each node's global achieved share (work served under it since the last update,
     over all servers) is compared with its target share: the global allocation of
     :func:`themis.sched.allocation.allocate` (weighted max-min down the policy's tree; a job
-    with requests outstanding is backlogged, one without demands only what it used); its boost is multiplied by ``(ratio / parent_ratio) ** gain`` where ratio =
+    with requests outstanding is backlogged, one without demands only what it used); its boost is
+    multiplied by ``(ratio / parent_ratio) ** gain`` where ratio =
     target / achieved, clamped to ``[1/limit, limit]``.  Boosts multiply the node's lottery
     weight on every server, so a job starved on some servers wins more often on the others.
     """
 
-    def __init__(self, policy: Policy, jobs: Sequence[Any], gain: float = 0.5,
-                 limit: float = 20.0) -> None:
+    def __init__(
+        self, policy: Policy, jobs: Sequence[Any], gain: float = 0.5, limit: float = 20.0
+    ) -> None:
         self.policy = policy
         self.jobs = jobs
         self.gain = gain
@@ -52,7 +54,7 @@ class GlobalFairness:
         boosts = {}
         for path, r in ratio.items():
             rel = r / ratio[path[:-1]] if len(path) > 1 else r
-            b = old.get(path, 1.0) * rel ** gain
+            b = old.get(path, 1.0) * rel**gain
             boosts[path] = lo if b < lo else hi if b > hi else b
         self.boosts = boosts
         return boosts

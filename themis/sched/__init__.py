@@ -12,7 +12,23 @@ from themis.sched.tags import JobTag
 from themis.sched.throttle import GiftDispatcher, TbfDispatcher
 
 __all__ = [
-    "DISPATCHERS", "POLICIES", "Chunk", "Dispatcher", "FifoDispatcher", "GiftDispatcher",
-    "JobStats", "JobTag", "LotteryDispatcher", "MiB", "Policy", "PolicyError", "Request",
-    "SchedStats", "Scheduler", "SfqDispatcher", "TbfDispatcher", "load_policy", "make_dispatcher",
+    "DISPATCHERS",
+    "POLICIES",
+    "Chunk",
+    "Dispatcher",
+    "FifoDispatcher",
+    "GiftDispatcher",
+    "JobStats",
+    "JobTag",
+    "LotteryDispatcher",
+    "MiB",
+    "Policy",
+    "PolicyError",
+    "Request",
+    "SchedStats",
+    "Scheduler",
+    "SfqDispatcher",
+    "TbfDispatcher",
+    "load_policy",
+    "make_dispatcher",
 ]

@@ -68,8 +68,10 @@ class Request(Chunk):
     def split(self, size: int) -> list[Chunk]:
         """Make this a request of several chunks of at most ``size`` bytes."""
         n = self.nbytes
-        chunks = self._chunks = [Chunk(self, self.job, i, off, min(size, n - off))
-                                 for i, off in enumerate(range(0, n, size))]
+        chunks = self._chunks = [
+            Chunk(self, self.job, i, off, min(size, n - off))
+            for i, off in enumerate(range(0, n, size))
+        ]
         self.pending = len(chunks)
         return chunks
 
@@ -85,8 +87,16 @@ class Request(Chunk):
 class JobState:
     """The scheduler's per-job state; ``d`` belongs to the dispatcher."""
 
-    __slots__ = ("tag", "queue", "inflight", "bytes_served", "ops_served", "queued_bytes",
-                 "retired", "d")
+    __slots__ = (
+        "tag",
+        "queue",
+        "inflight",
+        "bytes_served",
+        "ops_served",
+        "queued_bytes",
+        "retired",
+        "d",
+    )
 
     def __init__(self, tag: JobTag) -> None:
         self.tag = tag

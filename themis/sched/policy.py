@@ -91,7 +91,8 @@ class Policy:
         return float(self.user_weights.get(tag.user, 1.0))
 
     def leaf_weight(self, tag: JobTag) -> float:
-        """Weight of the job among its siblings; overrides for levels the policy lacks apply here."""
+        """Weight of the job among its siblings; overrides for levels the policy lacks apply
+        here."""
         w = float(tag.nodes) if self.leaf == "nodes" else 1.0
         if "user" not in self.levels:
             w *= self.user_weights.get(tag.user, 1.0)
@@ -106,8 +107,14 @@ class Policy:
         self._split(tags, (), 0, 1.0, out)
         return out
 
-    def _split(self, tags: list[JobTag], prefix: tuple[str, ...], depth: int, share: float,
-               out: dict[tuple[str, ...], float]) -> None:
+    def _split(
+        self,
+        tags: list[JobTag],
+        prefix: tuple[str, ...],
+        depth: int,
+        share: float,
+        out: dict[tuple[str, ...], float],
+    ) -> None:
         if depth == len(self.levels):
             total = sum(self.leaf_weight(t) for t in tags)
             for t in tags:
@@ -116,7 +123,9 @@ class Policy:
         level = self.levels[depth]
         groups: dict[str, list[JobTag]] = {}
         for t in tags:
-            groups.setdefault(("g:" + t.group) if level == "group" else ("u:" + t.user), []).append(t)
+            groups.setdefault(("g:" + t.group) if level == "group" else ("u:" + t.user), []).append(
+                t
+            )
         weights = {k: self.node_weight(level, v[0]) for k, v in groups.items()}
         total = sum(weights.values())
         for key, members in groups.items():
@@ -137,11 +146,11 @@ _TOP_KEYS = {"policy", "weights"}
 def load_policy(source: str | Path | Mapping[str, Any]) -> Policy:
     """A policy from a TOML file path or an already-parsed mapping::
 
-        policy = "user-then-size-fair"
-        [weights.users]
-        alice = 2.0
-        [weights.groups]
-        physics = 0.5
+    policy = "user-then-size-fair"
+    [weights.users]
+    alice = 2.0
+    [weights.groups]
+    physics = 0.5
     """
     where = "policy mapping"
     if isinstance(source, str | Path):
@@ -157,19 +166,24 @@ def load_policy(source: str | Path | Mapping[str, Any]) -> Policy:
         data = source
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise PolicyError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}")
+        raise PolicyError(
+            f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}"
+        )
     name = data.get("policy")
     if not isinstance(name, str):
         raise PolicyError(f"{where}: field 'policy' must be a string, one of {', '.join(POLICIES)}")
     if name not in POLICIES:
-        raise PolicyError(f"{where}: field 'policy': unknown policy {name!r}; "
-                          f"choose from {', '.join(POLICIES)}")
+        raise PolicyError(
+            f"{where}: field 'policy': unknown policy {name!r}; choose from {', '.join(POLICIES)}"
+        )
     weights = data.get("weights", {})
     if not isinstance(weights, Mapping):
         raise PolicyError(f"{where}: field 'weights' must be a table")
     bad = set(weights) - {"users", "groups"}
     if bad:
-        raise PolicyError(f"{where}: unknown key(s) in 'weights': {sorted(bad)}; allowed: groups, users")
+        raise PolicyError(
+            f"{where}: unknown key(s) in 'weights': {sorted(bad)}; allowed: groups, users"
+        )
     parsed: dict[str, dict[str, float]] = {}
     for kind in ("users", "groups"):
         table = weights.get(kind, {})
@@ -177,7 +191,8 @@ def load_policy(source: str | Path | Mapping[str, Any]) -> Policy:
             raise PolicyError(f"{where}: field 'weights.{kind}' must be a table")
         for key, w in table.items():
             if isinstance(w, bool) or not isinstance(w, int | float) or not w > 0:
-                raise PolicyError(f"{where}: field 'weights.{kind}.{key}' must be a number > 0, "
-                                  f"got {w!r}")
+                raise PolicyError(
+                    f"{where}: field 'weights.{kind}.{key}' must be a number > 0, got {w!r}"
+                )
         parsed[kind] = {str(k): float(v) for k, v in table.items()}
     return Policy.from_name(name, parsed["users"], parsed["groups"])

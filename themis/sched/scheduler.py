@@ -52,7 +52,8 @@ class Scheduler:
     """Fair-share dispatcher of I/O requests tagged with their job.
 
     Dispatchers charge each chunk ``max(nbytes, min_charge)`` so that zero-byte metadata
-    operations are not free.  ``submit`` queues a request (split into chunks of at most ``chunk_bytes``), ``next`` returns
+    operations are not free.  ``submit`` queues a request (split into chunks of at most
+    ``chunk_bytes``), ``next`` returns
     the next chunk to run or None (nothing queued, ``max_inflight`` reached, or a throttling
     dispatcher holds back), ``done`` reports a finished chunk.  Work-conserving for the lottery,
     SFQ and FIFO dispatchers.  Not thread-safe: drive it from one thread or event loop.
@@ -247,8 +248,10 @@ class Scheduler:
 
     def _reload(self) -> None:
         now = self.clock() if self._disp.timed else 0.0
-        queued = sorted((c for j in self._jobs.values() for c in j.queue),
-                        key=lambda c: (c.request.seq, c.index))
+        queued = sorted(
+            (c for j in self._jobs.values() for c in j.queue),
+            key=lambda c: (c.request.seq, c.index),
+        )
         for job in self._jobs.values():
             job.d = None
         for c in queued:
@@ -280,14 +283,33 @@ class Scheduler:
         """Counters per job; target shares are the policy's over jobs with queued or in-flight
         work or bytes in the window, achieved shares are bytes over the sliding window."""
         achieved = self._window.shares()
-        competing = [j.tag for j in self._jobs.values()
-                     if j.queue or j.inflight or j.tag.job_id in achieved]
+        competing = [
+            j.tag for j in self._jobs.values() if j.queue or j.inflight or j.tag.job_id in achieved
+        ]
         target = self.policy.shares(competing)
         jobs = {
-            jid: JobStats(jid, j.tag.user, j.tag.group, j.tag.nodes, j.bytes_served, j.ops_served,
-                          len(j.queue), j.queued_bytes, j.inflight, target.get(jid, 0.0),
-                          achieved.get(jid, 0.0))
+            jid: JobStats(
+                jid,
+                j.tag.user,
+                j.tag.group,
+                j.tag.nodes,
+                j.bytes_served,
+                j.ops_served,
+                len(j.queue),
+                j.queued_bytes,
+                j.inflight,
+                target.get(jid, 0.0),
+                achieved.get(jid, 0.0),
+            )
             for jid, j in self._jobs.items()
         }
-        return SchedStats(self.policy.name, self._disp.name, self._queued, self._inflight,
-                          self.max_inflight, self._bytes, self._ops, jobs)
+        return SchedStats(
+            self.policy.name,
+            self._disp.name,
+            self._queued,
+            self._inflight,
+            self.max_inflight,
+            self._bytes,
+            self._ops,
+            jobs,
+        )

@@ -16,4 +16,6 @@ class JobTag:
 
     def __post_init__(self) -> None:
         if not isinstance(self.nodes, int) or self.nodes < 1:
-            raise ValueError(f"JobTag {self.job_id!r}: nodes must be an integer >= 1, got {self.nodes!r}")
+            raise ValueError(
+                f"JobTag {self.job_id!r}: nodes must be an integer >= 1, got {self.nodes!r}"
+            )

@@ -34,7 +34,8 @@ class TbfDispatcher(Dispatcher):
 
     Each job earns ``rate`` bytes/s (``rates[job_id]`` overrides) up to ``burst`` bytes (default:
     10 ms worth); a job is eligible when its tokens cover its next chunk (or the whole burst,
-    for chunks larger than it); the job that became eligible first goes next.  Not work-conserving: bandwidth
+    for chunks larger than it); the job that became eligible first goes next.  Not work-conserving:
+    bandwidth
     a job cannot use is lost.
     """
 
@@ -42,8 +43,9 @@ class TbfDispatcher(Dispatcher):
     timed = True
     work_conserving = False
 
-    def __init__(self, rate: float, burst: float | None = None,
-                 rates: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self, rate: float, burst: float | None = None, rates: Mapping[str, float] | None = None
+    ) -> None:
         if not rate > 0:
             raise ValueError(f"tbf rate must be > 0 bytes/s, got {rate!r}")
         self.rate = float(rate)
@@ -156,8 +158,8 @@ class GiftDispatcher(Dispatcher):
             for jid, job in self._active.items():
                 b = job.d
                 b.rate = shares[jid] * self.capacity
-                cap = b.rate * self.burst_s   # the bucket follows the job's current share
-                if b.gen == 0:                # a new job starts with a full bucket
+                cap = b.rate * self.burst_s  # the bucket follows the job's current share
+                if b.gen == 0:  # a new job starts with a full bucket
                     b.gen = 1
                     b.tokens = cap
                 elif b.tokens > cap:
@@ -169,7 +171,7 @@ class GiftDispatcher(Dispatcher):
     def activate(self, job: JobState, now: float) -> None:
         self._advance(now)
         if job.d is None:
-            job.d = _Bucket(0.0, now, 0.0)   # filled to its cap once its rate is known
+            job.d = _Bucket(0.0, now, 0.0)  # filled to its cap once its rate is known
         self._active[job.tag.job_id] = job
         self._dirty = True
 

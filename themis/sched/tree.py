@@ -16,8 +16,25 @@ class Node:
     SFQ state: ``heap`` of active children, ``vtime``, and this node's ``start``/``finish`` tags.
     """
 
-    __slots__ = ("path", "parent", "base", "boost", "weight", "children", "slot", "slots", "free",
-                 "fen", "nactive", "on", "heap", "vtime", "start", "finish", "job")
+    __slots__ = (
+        "path",
+        "parent",
+        "base",
+        "boost",
+        "weight",
+        "children",
+        "slot",
+        "slots",
+        "free",
+        "fen",
+        "nactive",
+        "on",
+        "heap",
+        "vtime",
+        "start",
+        "finish",
+        "job",
+    )
 
     def __init__(self, path: tuple[str, ...], parent: Node | None, base: float, boost: float):
         self.path = path

@@ -24,8 +24,9 @@ ON_TIME = 1800.0
 """A chain is on time when ``|gap|`` is at most 30 min."""
 
 
-def cost_hours(gap: np.ndarray, interruption_weight: float = 1.0, overlap_weight: float = 1.0
-               ) -> np.ndarray:
+def cost_hours(
+    gap: np.ndarray, interruption_weight: float = 1.0, overlap_weight: float = 1.0
+) -> np.ndarray:
     """Weighted ``|gap|`` in hours: interruption (gap > 0) and overlap (gap < 0) apart."""
     h = np.asarray(gap, float) / 3600.0
     return interruption_weight * np.maximum(h, 0.0) + overlap_weight * np.maximum(-h, 0.0)

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from hpcbase.atomic import atomic_path
-
 from mirage.agents.common.policy import Decision, DecisionContext
 from mirage.observation import FEATURE_VERSION
 
@@ -82,7 +81,9 @@ class LearnedPolicy:
         self.name = name
         self.obs_shape = tuple(meta["obs_shape"])
         self.threshold = meta.get("threshold")
-        self._score = algo_module(meta["agent"]).score(model) if self.threshold is not None else None
+        self._score = (
+            algo_module(meta["agent"]).score(model) if self.threshold is not None else None
+        )
 
     def reset(self) -> None:
         pass

@@ -5,7 +5,7 @@
   under the current greedy policy, after a conservative start (the cost of submitting at
   the next decision). That value is either the policy's exact return in the data (``mc``,
   the default: approximate policy iteration, since the data hold the gap of every later
-  submit) or the one-step TD target ``max_a Q_target(s', a)`` (``td``, double-DQN style). 
+  submit) or the one-step TD target ``max_a Q_target(s', a)`` (``td``, double-DQN style).
   For a mixture of experts, each expert also fits its own slice of the training
   period and the gate learns to route (see :mod:`mirage.agents.moe_dqn`).
 * :func:`fit_bc`: behaviour cloning of the hindsight oracle into an SB3
@@ -51,7 +51,9 @@ def obs_tensor(data: HindsightData, idx: np.ndarray) -> th.Tensor:
 
 
 def predict(
-    fn: Callable[[th.Tensor], th.Tensor], data: HindsightData, idx: np.ndarray | None = None,
+    fn: Callable[[th.Tensor], th.Tensor],
+    data: HindsightData,
+    idx: np.ndarray | None = None,
     size: int = 2048,
 ) -> np.ndarray:
     """``fn`` over the observations of ``idx`` (all decisions by default), batched."""

@@ -8,13 +8,13 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import numpy as np
 import pytest
-from recorded import recorded_on, write_recorded
 
 from sim import calibration
 from sim.calibrate_cli import main as calibrate_main
 from sim.config import SlurmConfig
 from sim.replay_cli import main as replay_main
 from sim.traces import read_trace
+from tests.sim.recorded import recorded_on, write_recorded
 
 TRUE_SIZE = 20
 

@@ -9,10 +9,10 @@ from contextlib import redirect_stderr, redirect_stdout
 import numpy as np
 import pandas as pd
 import pytest
-from recorded import write_recorded
 
 from sim.replay_cli import main as replay
 from sim.report import compare, spearman
+from tests.sim.recorded import write_recorded
 
 
 def frame(sim_wait, rec_wait, run=3600.0, units=1) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcbase.config import ConfigError, build_sections, parse_toml, read_config
+from mirage.observation import DECISION_INTERVAL, SAMPLE_INTERVAL, WINDOW
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -27,14 +28,14 @@ class SlurmSection:
 @dataclass(frozen=True)
 class HistorySection:
     state_dir: str = "/var/lib/mirage"
-    sample_interval: float = 600.0  # s; must match the model's training
-    window: int = 144  # samples; must match the model's training
+    sample_interval: float = SAMPLE_INTERVAL  # s; must match the model's training
+    window: int = WINDOW  # samples; must match the model's training
     max_limit: float = 0.0  # s, normalisation; 0 = the partition's MaxTime (48 h if none)
 
 
 @dataclass(frozen=True)
 class DecisionsSection:
-    decision_interval: float = 600.0
+    decision_interval: float = DECISION_INTERVAL
     default_policy: str = "default"
     policies: list[str] = field(
         default_factory=lambda: ["default", "reactive", "average", "dependency", "quantile"]

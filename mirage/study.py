@@ -34,6 +34,7 @@ from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, unit_sizes
 from mirage.envs.world import ChainSpec, ChainWorld
+from mirage.observation import DECISION_INTERVAL
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -256,7 +257,7 @@ def run_test(
         "agents": agents,
         "total_units": world.total_units,
         "chain": asdict(chain),
-        "decision_interval": 600.0,
+        "decision_interval": DECISION_INTERVAL,
         "command": "mirage study",
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
     }

@@ -30,14 +30,15 @@ from mirage.chain.store import ACTIVE, ChainStore
 from mirage.live.decisions import DecisionService, PolicyError
 from mirage.live.history import QueueHistory
 from mirage.live.remote import AgentdUnavailable, RemoteDecider
+from mirage.observation import DECISION_INTERVAL, SAMPLE_INTERVAL, WINDOW
 
 log = logging.getLogger(__name__)
 
 #: Watcher settings stored with each chain (``mirage chain submit`` options).
 DEFAULT_SETTINGS: dict[str, Any] = {
-    "decision_interval": 600.0,
-    "sample_interval": 600.0,
-    "window": 144,
+    "decision_interval": DECISION_INTERVAL,
+    "sample_interval": SAMPLE_INTERVAL,
+    "window": WINDOW,
     "poll_interval": 30.0,
     "min_interval": 10.0,
     "retry_attempts": 4,

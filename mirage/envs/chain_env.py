@@ -19,6 +19,7 @@ import numpy as np
 from mirage.agents.common.policy import Decision
 from mirage.envs.episode import ChainEpisode, EpisodeError, Outcome
 from mirage.envs.world import ChainSpec, ChainWorld, get_world
+from mirage.observation import DECISION_INTERVAL
 from sim.traces.model import Trace
 
 
@@ -54,7 +55,7 @@ class ChainEnv(gym.Env):
         trace: str | Trace | ChainWorld | Sequence[ChainWorld],
         split: str = "train",
         chain: ChainSpec | None = None,
-        decision_interval: float = 600.0,
+        decision_interval: float = DECISION_INTERVAL,
         interruption_weight: float = 1.0,
         overlap_weight: float = 1.0,
         reward_scale: float = 1.0,

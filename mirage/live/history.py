@@ -13,7 +13,13 @@ import numpy as np
 from hpcbase.atomic import atomic_path
 from hpcbase.slurm import SlurmClient
 from hpcbase.snapshot import QueueSnapshot
-from mirage.observation import QUEUE_FEATURES, BuilderState, ObservationBuilder
+from mirage.observation import (
+    QUEUE_FEATURES,
+    SAMPLE_INTERVAL,
+    WINDOW,
+    BuilderState,
+    ObservationBuilder,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +42,8 @@ class QueueHistory:
 
     def __init__(
         self,
-        window: int = 144,
-        sample_interval: float = 600.0,
+        window: int = WINDOW,
+        sample_interval: float = SAMPLE_INTERVAL,
         max_limit: float | None = None,
         path: Path | None = None,
     ) -> None:

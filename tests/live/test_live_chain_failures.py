@@ -99,7 +99,12 @@ def test_cancel_stops_jobs_and_watcher(slurm_cluster, tmp_path):
         t.join(60)
         assert result == [EXIT_CHAIN_FAILED]
         assert store.chain(cid).status == "cancelled"
-        job = client.job(store.segments(cid)[0].job_id)
+        jid = store.segments(cid)[0].job_id
+        job = client.job(jid)
+        end = time.monotonic() + 20  # COMPLETING while slurmd cleans the job's cgroup up
+        while job is not None and job.state == "COMPLETING" and time.monotonic() < end:
+            time.sleep(0.5)
+            job = client.job(jid)
         assert job is not None and job.state.startswith("CANCELLED")
         assert len(store.segments(cid)) == 1
     finally:

@@ -227,6 +227,7 @@ def test_redis_killed_and_restarted_io_goes_on_and_shares_return(redis_proc: Red
     window = 0.5
     config.write_text(
         '[scheduler]\npolicy = "job-fair"\nmax_inflight = 4\n'
+        "[tagging]\ntrust_environment = true\n"  # made-up jobs: no Slurm to confirm them
         f"[cluster]\nwindow_seconds = {window}\n"
     )
     url = f"redis://127.0.0.1:{redis_proc.port}/0"

@@ -11,6 +11,20 @@ class TraceError(ValueError):
     """A trace that cannot be read; the message names the file and, where known, the line."""
 
 
+ARRAY_FIELDS = (
+    "job_id",
+    "submit",
+    "runtime",
+    "limit",
+    "units",
+    "user",
+    "group",
+    "exit_code",
+    "recorded_start",
+)
+"""The per-job arrays of a :class:`Trace`, in order."""
+
+
 @dataclass(frozen=True, slots=True)
 class TraceWarning:
     """A row that was skipped or repaired, with where and why.
@@ -72,20 +86,7 @@ class Trace:
     def select(self, mask: np.ndarray) -> Trace:
         """A trace of the jobs where ``mask`` is true (keeps metadata and warnings)."""
         idx = np.flatnonzero(mask)
-        arrays = {
-            name: getattr(self, name)[idx]
-            for name in (
-                "job_id",
-                "submit",
-                "runtime",
-                "limit",
-                "units",
-                "user",
-                "group",
-                "exit_code",
-                "recorded_start",
-            )
-        }
+        arrays = {name: getattr(self, name)[idx] for name in ARRAY_FIELDS}
         return replace(self, names=[self.names[i] for i in idx], **arrays)
 
     def window(self, t0: float, t1: float) -> Trace:

@@ -11,18 +11,9 @@ import pytest
 from sim.cli import main as hpcsim
 from sim.generate import LublinParams, daily_weights, generate, offered_load
 from sim.traces import read_trace, write_swf
+from sim.traces.model import ARRAY_FIELDS
 
-FIELDS = (
-    "job_id",
-    "submit",
-    "runtime",
-    "limit",
-    "units",
-    "user",
-    "group",
-    "exit_code",
-    "recorded_start",
-)
+FIELDS = ARRAY_FIELDS
 
 
 def same(a, b) -> None:

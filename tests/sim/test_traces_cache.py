@@ -10,20 +10,11 @@ import pytest
 from sim.traces import read_trace
 from sim.traces import swf as swf_module
 from sim.traces.cache import cache_paths
+from sim.traces.model import ARRAY_FIELDS
 
 pytest.importorskip("pyarrow")
 
-FIELDS = (
-    "job_id",
-    "submit",
-    "runtime",
-    "limit",
-    "units",
-    "user",
-    "group",
-    "exit_code",
-    "recorded_start",
-)
+FIELDS = ARRAY_FIELDS
 
 
 def swf_text(n: int = 50, bad: bool = True) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from sim.data import LS6_A100_NODES, default_total_units, default_trace_path
 from sim.traces import TraceError, read_trace
+from sim.traces.model import ARRAY_FIELDS
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 
@@ -23,17 +24,7 @@ def shared(name: str) -> Path:
 def check_invariants(trace) -> None:
     n = len(trace)
     assert n > 0
-    for name in (
-        "job_id",
-        "submit",
-        "runtime",
-        "limit",
-        "units",
-        "user",
-        "group",
-        "exit_code",
-        "recorded_start",
-    ):
+    for name in ARRAY_FIELDS:
         assert getattr(trace, name).shape == (n,), name
     assert len(trace.names) == n
     order = np.lexsort((trace.job_id, trace.submit))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sim.traces import TraceError, read_trace, write_swf
+from sim.traces.model import ARRAY_FIELDS
 
 HEADER = """\
 ; Version: 2.2
@@ -116,17 +117,7 @@ def test_write_read_round_trip_gzip(tmp_path):
     write_swf(trace, out)
     assert gzip.decompress(out.read_bytes()).startswith(b"; Version: 2.2")
     back = read_trace(out)
-    for name in (
-        "job_id",
-        "submit",
-        "runtime",
-        "limit",
-        "units",
-        "user",
-        "group",
-        "exit_code",
-        "recorded_start",
-    ):
+    for name in ARRAY_FIELDS:
         assert np.array_equal(getattr(back, name), getattr(trace, name), equal_nan=True), name
     assert (back.start_epoch, back.total_units, back.user_names) == (
         trace.start_epoch,

@@ -8,20 +8,11 @@ import numpy as np
 import pytest
 
 from sim.traces import TraceError, detect_format, read_trace
+from sim.traces.model import ARRAY_FIELDS
 from sim.traces.swf import absolute_times, split_fields
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "traces"
-ARRAYS = (
-    "job_id",
-    "submit",
-    "runtime",
-    "limit",
-    "units",
-    "user",
-    "group",
-    "exit_code",
-    "recorded_start",
-)
+ARRAYS = ARRAY_FIELDS
 EXTRAS = [
     "",
     " 7",

@@ -86,6 +86,10 @@ def test_cancel_stops_jobs_and_watcher(slurm_cluster, tmp_path):
         assert result == [EXIT_CHAIN_FAILED]
         assert store.chain(cid).status == "cancelled"
         job = client.job(store.segments(cid)[0].job_id)
+        end = time.monotonic() + 30  # with proctrack/cgroup the kill may take a moment
+        while job is not None and job.state == "COMPLETING" and time.monotonic() < end:
+            time.sleep(0.5)
+            job = client.job(store.segments(cid)[0].job_id)
         assert job is not None and job.state.startswith("CANCELLED")
         assert len(store.segments(cid)) == 1
     finally:

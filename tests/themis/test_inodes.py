@@ -90,3 +90,25 @@ def test_forget_keeps_parents_of_known_entries_and_closes(tmp_path):
     assert not is_open(dfd) and not is_open(ffd)
     assert len(t) == 1  # only the root
     t.close_all()
+
+
+def test_a_reused_inode_number_gets_a_new_inode(tmp_path):
+    """ext4 hands a freed inode number out again at once: a symlink removed behind the
+    table's back and a file created with its number must not share the symlink's descriptor
+    (opening it would give ELOOP)."""
+    os.symlink("/etc", tmp_path / "l")
+    t = InodeTable(opath(tmp_path))
+    link = add(t, ROOT, "l", tmp_path / "l")
+    st_link = os.lstat(tmp_path / "l")
+    os.unlink(tmp_path / "l")
+    (tmp_path / "f").write_text("new")
+    fd = opath(tmp_path / "f")
+    real = os.fstat(fd)
+    # the new file as it would look had it received the symlink's inode number
+    fake = os.stat_result((real.st_mode, st_link.st_ino, st_link.st_dev, *tuple(real)[3:10]))
+    f = t.add(ROOT, b"f", fake, fd)
+    assert f != link
+    assert t.fd(f) == fd and is_open(t.fd(link))
+    # the same file looked up again keeps its inode
+    again = opath(tmp_path / "f")
+    assert t.add(ROOT, b"f", fake, again) == f

@@ -35,6 +35,19 @@ class Node:
     lookups: int = 0
 
 
+def _reused(node: Node, st: os.stat_result) -> bool:
+    """True when ``node``'s backing file is gone and ``st`` is another file that got its
+    inode number (ext4 and others hand a freed number out again at once): the old file was
+    unlinked, or is of another type (a symlink replaced by a file)."""
+    if node.fd < 0:
+        return False
+    try:
+        old = os.fstat(node.fd)
+    except OSError:
+        return True
+    return old.st_nlink == 0 or stat.S_IFMT(old.st_mode) != stat.S_IFMT(st.st_mode)
+
+
 class InodeTable:
     """FUSE inode numbers <-> backing files; see the module docstring."""
 
@@ -99,6 +112,10 @@ class InodeTable:
         """
         key = (st.st_dev, st.st_ino)
         inode = self._by_key.get(key)
+        if inode is not None and _reused(self._nodes[inode], st):
+            self._nodes[inode].key = None  # keeps serving the kernel's old references
+            del self._by_key[key]
+            inode = None
         old = self._entries.get((parent, name))
         if old is not None and old != inode:
             self.remove_entry(parent, name)  # the name now leads to another file

@@ -235,6 +235,37 @@ def from_records(recs: Sequence[dict[str, Any]], meta: dict[str, Any]) -> Hindsi
     )
 
 
+def concat(parts: Sequence[HindsightData]) -> HindsightData:
+    """One dataset of several (e.g. the same split simulated at several cluster sizes):
+    episodes renumbered in order, history rows appended; ``meta`` of the first, with
+    ``total_units`` the list of every part's and ``episodes_asked`` their sum."""
+    if not parts:
+        raise DatasetError("nothing to concatenate")
+    shape = parts[0].hist.shape[1:], parts[0].window
+    for d in parts[1:]:
+        if (d.hist.shape[1:], d.window) != shape:
+            raise DatasetError("datasets differ in observation shape; cannot concatenate")
+    ep_off = np.cumsum([0] + [d.episodes for d in parts[:-1]])
+    hist_off = np.cumsum([0] + [d.hist.shape[0] for d in parts[:-1]])
+    meta = dict(parts[0].meta)
+    sizes = [d.meta.get("total_units") for d in parts]
+    meta["total_units"] = sizes if len(set(map(str, sizes))) > 1 else sizes[0]
+    meta["episodes_asked"] = sum(int(d.meta.get("episodes_asked") or d.episodes) for d in parts)
+    return HindsightData(
+        meta=meta,
+        episode=np.concatenate([d.episode + o for d, o in zip(parts, ep_off, strict=True)]),
+        step=np.concatenate([d.step for d in parts]),
+        now=np.concatenate([d.now for d in parts]),
+        gap=np.concatenate([d.gap for d in parts]),
+        hist_end=np.concatenate([d.hist_end + o for d, o in zip(parts, hist_off, strict=True)]),
+        ctx=np.concatenate([d.ctx for d in parts]),
+        hist=np.concatenate([d.hist for d in parts]),
+        ep_t0=np.concatenate([d.ep_t0 for d in parts]),
+        ep_units=np.concatenate([d.ep_units for d in parts]),
+        ep_end_gap=np.concatenate([d.ep_end_gap for d in parts]),
+    )
+
+
 def _hist_path(path: Path) -> Path:
     return path.with_name(path.stem + ".hist.parquet")
 

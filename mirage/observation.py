@@ -25,10 +25,11 @@ import numpy as np
 
 from hpcbase.snapshot import QueueSnapshot
 
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 """Bumped whenever the meaning or order of a feature changes; stored with every model.
 2: work-based queue features (pending and running node-hours) and the scheduler's start
-estimate for the successor in the context row."""
+estimate for the successor in the context row. 3: how much of their limits recently ended
+jobs used (``ended_*``), i.e. how far limit-based estimates have been off."""
 
 WINDOW = 144
 """Default history length in samples (24 h of 10-minute samples)."""
@@ -65,11 +66,19 @@ QUEUE_FEATURES: tuple[str, ...] = (
     "pend_work",
     "pend_eligible_work",
     "run_work",
+    "ended_count",
+    "ended_used_mean",
+    "ended_used_p50",
+    "ended_work_ratio",
 )
 """Per-sample summary features (columns of the history rows). ``*_work``: node-seconds
 (pending: units x limit; running: units x remaining limit) over ``total_units x max_limit``,
 i.e. how many maximum-limit periods the whole cluster needs for that work: what decides a
-new job's wait under age-based priority, where every pending job outranks it."""
+new job's wait under age-based priority, where every pending job outranks it.
+``ended_*``: the running jobs that ended within ``wait_horizon`` of the sample (seen running
+at one sample, gone at the next): their count, the mean and median share of their limit they
+used, and the node-time they used over the node-time their limits promised. Jobs that end
+before their limits are why the scheduler's estimates (which assume full limits) run late."""
 
 CONTEXT_FEATURES: tuple[str, ...] = (
     "pred_units",
@@ -138,6 +147,13 @@ class BuilderState:
     prev_time: float
     start_time: np.ndarray
     start_wait: np.ndarray
+    prev_run_start: np.ndarray
+    prev_run_limit: np.ndarray
+    prev_run_units: np.ndarray
+    end_time: np.ndarray
+    end_used: np.ndarray
+    end_units: np.ndarray
+    end_limit: np.ndarray
 
 
 def _q(sorted_values: np.ndarray, q: float) -> float:
@@ -178,6 +194,13 @@ class ObservationBuilder:
         self._prev_time = math.nan
         self._start_time = np.empty(0, np.float64)
         self._start_wait = np.empty(0, np.float64)
+        self._prev_run_start = np.empty(0, np.float64)
+        self._prev_run_limit = np.empty(0, np.float64)
+        self._prev_run_units = np.empty(0, np.float64)
+        self._end_time = np.empty(0, np.float64)
+        self._end_used = np.empty(0, np.float64)  # seconds each ended job ran (estimated)
+        self._end_units = np.empty(0, np.float64)
+        self._end_limit = np.empty(0, np.float64)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -218,10 +241,34 @@ class ObservationBuilder:
         if not keep.all():
             self._start_time = self._start_time[keep]
             self._start_wait = self._start_wait[keep]
+        self._track_ends(snap)
         self._prev_ids = snap.pend_id.copy()
         self._prev_submit = snap.pend_submit.copy()
         self._prev_run_ids = run_ids.copy()
+        self._prev_run_start = snap.run_start.astype(np.float64)
+        self._prev_run_limit = snap.run_limit.astype(np.float64)
+        self._prev_run_units = snap.run_units.astype(np.float64)
         self._prev_time = snap.time
+
+    def _track_ends(self, snap: QueueSnapshot) -> None:
+        """Jobs running at the previous sample and gone now ended in between: record how
+        long they ran (to the middle of the interval, at most their limit)."""
+        if self._prev_run_ids.shape[0] and not math.isnan(self._prev_time):
+            gone = ~np.isin(self._prev_run_ids, snap.run_id, assume_unique=True)
+            if gone.any():
+                mid = 0.5 * (self._prev_time + snap.time)
+                limit = self._prev_run_limit[gone]
+                used = np.clip(mid - self._prev_run_start[gone], 0.0, limit)
+                self._end_time = np.concatenate([self._end_time, np.full(used.shape, mid)])
+                self._end_used = np.concatenate([self._end_used, used])
+                self._end_units = np.concatenate([self._end_units, self._prev_run_units[gone]])
+                self._end_limit = np.concatenate([self._end_limit, limit])
+        keep = self._end_time >= snap.time - self.wait_horizon
+        if not keep.all():
+            self._end_time = self._end_time[keep]
+            self._end_used = self._end_used[keep]
+            self._end_units = self._end_units[keep]
+            self._end_limit = self._end_limit[keep]
 
     def queue_features(self, snap: QueueSnapshot) -> np.ndarray:
         """The summary row of one snapshot (does not change the history)."""
@@ -248,7 +295,21 @@ class ObservationBuilder:
             row[Q["started_wait_p50"]] = self._wait(_q(sw, 0.5))
             row[Q["started_wait_p90"]] = self._wait(_q(sw, 0.9))
             row[Q["started_wait_max"]] = self._wait(sw[-1])
+        if self._end_time.shape[0]:
+            self._ended_features(row)
         return row
+
+    def _ended_features(self, row: np.ndarray) -> None:
+        limit = np.minimum(self._end_limit, self.max_limit)
+        share = np.sort(np.where(limit > 0, np.minimum(self._end_used, limit) / limit, 1.0))
+        row[Q["ended_count"]] = math.log1p(share.shape[0]) * self._count_norm
+        row[Q["ended_used_mean"]] = float(share.mean())
+        row[Q["ended_used_p50"]] = _q(share, 0.5)
+        promised = float(self._end_units @ limit)
+        if promised > 0:
+            row[Q["ended_work_ratio"]] = (
+                float(self._end_units @ np.minimum(self._end_used, limit)) / promised
+            )
 
     def _pending_features(
         self, row: np.ndarray, snap: QueueSnapshot, eligible: np.ndarray, u: float, lim: float
@@ -344,6 +405,13 @@ class ObservationBuilder:
             prev_time=self._prev_time,
             start_time=self._start_time,
             start_wait=self._start_wait,
+            prev_run_start=self._prev_run_start,
+            prev_run_limit=self._prev_run_limit,
+            prev_run_units=self._prev_run_units,
+            end_time=self._end_time,
+            end_used=self._end_used,
+            end_units=self._end_units,
+            end_limit=self._end_limit,
         )
 
     def set_state(self, state: BuilderState) -> None:
@@ -356,3 +424,10 @@ class ObservationBuilder:
         self._prev_time = state.prev_time
         self._start_time = state.start_time
         self._start_wait = state.start_wait
+        self._prev_run_start = state.prev_run_start
+        self._prev_run_limit = state.prev_run_limit
+        self._prev_run_units = state.prev_run_units
+        self._end_time = state.end_time
+        self._end_used = state.end_used
+        self._end_units = state.end_units
+        self._end_limit = state.end_limit

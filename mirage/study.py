@@ -39,6 +39,8 @@ from mirage.observation import DECISION_INTERVAL
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
 AGGRESSIVE_AGENT = "transformer-pg"
+LEARNED_BASELINE = "gap-regressor"
+"""A learned baseline (the paper's reference "DQN"): compared with, never shipped."""
 OVERLAP_BUDGET = 2.0
 """The aggressive agent's mean overlap may be at most this many times the default's."""
 
@@ -48,7 +50,7 @@ def _log(msg: str) -> None:
 
 
 def make_data(
-    world: ChainWorld,
+    worlds: Sequence[ChainWorld],
     out: Path,
     split: str,
     episodes: int,
@@ -56,17 +58,29 @@ def make_data(
     chain_units: Sequence[int],
     jobs: int,
 ) -> Path:
-    """The hindsight data of ``split`` (reused if the file exists)."""
+    """The hindsight data of ``split``, ``episodes`` chains in each world (one world per
+    cluster size), in one file (reused if it exists). Training data are labelled every
+    :data:`~mirage.dataset.DATASET_DECISION_INTERVAL`; validation data at the interval the
+    policies decide at (:data:`~mirage.observation.DECISION_INTERVAL`), so that a threshold
+    is chosen for as many chances to fire as it will get."""
     from mirage import dataset as ds
 
     path = out / "data" / f"{split}.parquet"
     if path.exists():
         return path
-    _log(f"hindsight data: {split}, {episodes} chains")
-    starts = ds.sample_starts(world, split, episodes, chain_units, seed)
-    recs = ds.collect(world, starts, ds.DATASET_DECISION_INTERVAL, jobs, progress=True)
-    meta = ds.dataset_meta(world, split, episodes, seed, ds.DATASET_DECISION_INTERVAL, chain_units)
-    ds.save(ds.from_records(recs, meta), path)
+    interval = ds.DATASET_DECISION_INTERVAL if split == "train" else DECISION_INTERVAL
+    parts = []
+    for i, world in enumerate(worlds):
+        _log(
+            f"hindsight data: {split}, {episodes} chains on {world.total_units} units, "
+            f"a decision every {interval:g} s"
+        )
+        s = seed + 1000 * i
+        starts = ds.sample_starts(world, split, episodes, chain_units, s)
+        recs = ds.collect(world, starts, interval, jobs, progress=True)
+        meta = ds.dataset_meta(world, split, episodes, s, interval, chain_units)
+        parts.append(ds.from_records(recs, meta))
+    ds.save(ds.concat(parts), path)
     return path
 
 
@@ -120,12 +134,15 @@ def model_path(out: Path, agent: str, seed: int) -> Path:
 
 def choose_default(metas: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, dict[str, float]]:
     """The default agent: :data:`DEFAULT_AGENT` if its mean validation ``|gap|`` over seeds
-    is the best of the agents, else the best; with every agent's mean."""
+    is the best of Mirage's agents (neither the aggressive option nor the learned baseline),
+    else the best of them; with every agent's mean."""
     means: dict[str, float] = {}
     for agent in dict.fromkeys(a for a, _ in metas):
         vals = [m["validation"]["abs_gap"] for (a, _), m in metas.items() if a == agent]
         means[agent] = float(np.mean(vals))
-    ranked = sorted((m, a) for a, m in means.items() if a != AGGRESSIVE_AGENT)
+    ranked = sorted(
+        (m, a) for a, m in means.items() if a not in (AGGRESSIVE_AGENT, LEARNED_BASELINE)
+    )
     best = ranked[0][1]
     return (DEFAULT_AGENT if means.get(DEFAULT_AGENT) == ranked[0][0] else best), means
 
@@ -161,6 +178,24 @@ def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None
             zf.writestr(name, data)
     atomic_write(path, buf.getvalue())
     return meta
+
+
+def validation_rows(
+    val_path: Path, models: dict[str, Path]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Episode rows (as :func:`mirage.eval.runner.evaluate` gives them) of ``reactive``,
+    the hindsight ``oracle`` and every model's tuned stopping rule on the validation data,
+    evaluated exactly offline (:mod:`mirage.eval.offline`); episodes are keyed by their
+    index in ``t0`` (several cluster sizes may share start times)."""
+    from mirage.dataset import load
+    from mirage.eval import offline
+
+    val = load(val_path)
+    gaps = {"reactive": val.ep_end_gap, "oracle": offline.oracle_gaps(val)}
+    fired = {}
+    for label, path in models.items():
+        gaps[label], fired[label] = offline.rule_gaps(val, path)
+    return offline.rows(val, gaps, fired, t0=np.arange(val.episodes, dtype=float)), list(gaps)
 
 
 def seed_table(
@@ -234,7 +269,13 @@ def run_test(
     jobs: int,
     split: str = "test",
 ) -> list[dict[str, Any]]:
-    """``mirage eval`` of ``specs`` on ``split`` for ``units``-node chains; its summary."""
+    """The baselines and every model of ``specs`` on ``split`` for ``units``-node chains;
+    its summary. The baselines are played in the simulator (``mirage eval``); the models,
+    stopping rules whose outcome one labelled replay per chain gives exactly, are evaluated
+    from the labels (:mod:`mirage.eval.offline`), which is the same gap at a fraction of
+    the cost."""
+    from mirage import dataset as ds
+    from mirage.eval import offline
     from mirage.eval.report import summarise, write_results
     from mirage.eval.runner import agent_label, evaluate
 
@@ -242,11 +283,18 @@ def run_test(
     done = folder / "summary.json"
     if done.exists():
         return json.loads(done.read_text())["summary"]
+    models = [s for s in specs if s.endswith(".zip")]
+    baselines = [s for s in specs if s not in models]
     _log(f"evaluation {name}: {len(specs)} agents x {episodes} chains of {units} node(s)")
     chain = ChainSpec(units=units).resolved(world.max_limit)
     rng = np.random.default_rng(seed)
     starts = [world.sample_start(split, rng) for _ in range(episodes)]
-    rows = evaluate(world, list(specs), chain, starts, jobs=jobs, progress=True)
+    rows = evaluate(world, baselines, chain, starts, jobs=jobs, progress=True)
+    recs = ds.collect(world, [(t0, units) for t0 in starts], DECISION_INTERVAL, jobs, 2, True)
+    if recs:
+        data = ds.from_records(recs, {"window": world.window, "max_limit": world.max_limit})
+        rows += offline.evaluate_models(data, models, [agent_label(m) for m in models])
+    rows += _unlabelled(rows, models, {r["t0"] for r in recs})
     agents = [agent_label(s) for s in specs]
     summary = summarise(rows, agents)
     meta = {
@@ -259,10 +307,26 @@ def run_test(
         "chain": asdict(chain),
         "decision_interval": DECISION_INTERVAL,
         "command": "mirage study",
+        "models_evaluated": "offline, from the labels of one replay per chain",
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
     }
     write_results(folder, rows, summary, meta)
     return summary
+
+
+def _unlabelled(
+    rows: list[dict[str, Any]], models: Sequence[str], labelled: set[float]
+) -> list[dict[str, Any]]:
+    """Rows for the models on chains that have no labels: chains that cannot be played
+    (the baselines' error) or that end before the first decision, where every policy gets
+    the forced submit, i.e. ``reactive``'s outcome."""
+    from mirage.eval.runner import agent_label
+
+    out = []
+    for r in rows:
+        if r["agent"] == "reactive" and r["t0"] not in labelled:
+            out += [{**r, "agent": agent_label(m)} for m in models]
+    return out
 
 
 def plot_bars(path: Path, rows: list[dict[str, Any]], title: str) -> None:
@@ -311,6 +375,13 @@ def _parser() -> argparse.ArgumentParser:
         default="1,8",
         help="chain sizes: drawn per training chain; one test table each",
     )
+    p.add_argument(
+        "--train-units",
+        default=None,
+        help="extra cluster sizes (comma list) whose simulations of the training period "
+        "add training and validation chains, so that the data span lighter and heavier load "
+        "than the one size; the test runs at --total-units only",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument(
         "--stage",
@@ -322,6 +393,68 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def validation_table(
+    out: Path, val_path: Path, agents: Sequence[str], seeds: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Every tuned model, ``reactive`` and the oracle on the validation data, per load
+    level, mean +- sd over seeds (``validation.md`` in ``out``)."""
+    from mirage.eval.report import summarise
+
+    models = {f"{a}-s{s}": model_path(out, a, s) for a in agents for s in seeds}
+    rows, labels = validation_rows(val_path, models)
+    names: dict[str, tuple[str, int | None]] = {"reactive": ("reactive", None)}
+    names["oracle"] = ("oracle", None)
+    names.update({f"{a}-s{s}": (a, s) for a in agents for s in seeds})
+    table = seed_table(summarise(rows, labels), names)
+    text = seed_markdown(table, "Validation (where models and thresholds were chosen)")
+    atomic_write(out / "validation.md", text.encode())
+    return table
+
+
+def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
+    """How each ``moe-dqn`` model's gate routes the validation decisions: mean weight per
+    expert overall, by time slice of the period (the experts' training slices) and by load
+    level, and whether it collapsed onto one expert (``moe-gate.md`` in ``out``)."""
+    from mirage.agents.common.model_io import load_model
+    from mirage.agents.moe_dqn import collapsed, gate_usage, time_slices
+    from mirage.dataset import load
+
+    val = load(val_path)
+    gap_h = val.ep_end_gap[val.episode] / 3600.0
+    level = np.where(gap_h <= 2.0, "low", np.where(gap_h <= 12.0, "medium", "heavy"))
+    lines = [
+        "## MoE-DQN gate on the validation decisions",
+        "",
+        "Mean gate weight per expert; slices are the contiguous quarters of the period "
+        "each expert was taught to own.",
+        "",
+        "| model | overall | by time slice 0 / 1 / 2 / 3 | by load low / medium / heavy "
+        "| collapsed |",
+        "|---|---|---|---|---|",
+    ]
+    for s in seeds:
+        path = model_path(out, "moe-dqn", s)
+        if not path.exists():
+            continue
+        model = load_model(path).model
+        n = len(gate_usage(model, val)["mean_weight"])
+        by_slice = gate_usage(model, val, time_slices(val, n))["by_group"]
+        use = gate_usage(model, val, level)
+
+        def fmt(w: list[float]) -> str:
+            return " ".join(f"{x:.2f}" for x in w)
+
+        slices = " / ".join(fmt(by_slice[k]) for k in sorted(by_slice))
+        levels = " / ".join(fmt(use["by_group"][k]) for k in ("low", "medium", "heavy"))
+        lines.append(
+            f"| moe-dqn-s{s} | {fmt(use['mean_weight'])} | {slices} | {levels} "
+            f"| {'yes' if collapsed(use) else 'no'} |"
+        )
+    text = "\n".join(lines) + "\n"
+    atomic_write(out / "moe-gate.md", text.encode())
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     began = time.time()
@@ -331,8 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [int(s) for s in args.chain_sizes.split(",")]
     world = build_world(args, True, unit_sizes(args.total_units)[0])
-    train_path = make_data(world, out, "train", args.train_episodes, 0, sizes, args.jobs)
-    val_path = make_data(world, out, "validation", args.validation_episodes, 1, sizes, args.jobs)
+    have_data = all((out / "data" / f"{s}.parquet").exists() for s in ("train", "validation"))
+    worlds = [world] + [
+        build_world(args, True, u)
+        for u in ([] if have_data else unit_sizes(args.train_units))
+        if u is not None and u != world.total_units
+    ]
+    train_path = make_data(worlds, out, "train", args.train_episodes, 0, sizes, args.jobs)
+    val_path = make_data(worlds, out, "validation", args.validation_episodes, 1, sizes, args.jobs)
     if args.stage == "data":
         return 0
     metas = train_all(out, agents, seeds, train_path, val_path, args.jobs)
@@ -364,6 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"default: {default} (seed {best_seed}); validation mean |gap|: "
         + ", ".join(f"{a} {v:.2f} h" for a, v in means.items())
     )
+    validation = validation_table(out, val_path, agents, seeds)
+    gate = gate_report(out, val_path, seeds) if "moe-dqn" in agents else ""
     if args.stage == "train":
         return 0
     labels: dict[str, tuple[str, int | None]] = {b: (b, None) for b in BASELINES}
@@ -378,8 +519,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Default agent: **{default}** (seed {best_seed} ships). Validation mean |gap| "
         "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()),
         "",
+        seed_markdown(validation, "Validation (where models and thresholds were chosen)"),
+        gate,
     ]
-    tables: dict[str, Any] = {}
+    tables: dict[str, Any] = {"validation": validation}
     for units in sizes:
         summary = run_test(
             world,

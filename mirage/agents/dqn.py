@@ -16,6 +16,9 @@ from mirage.agents.common.extractors import SummaryExtractor
 from mirage.dataset import HindsightData
 
 ALGO = DQN
+NET_ARCH = (128, 128)
+"""Hidden layers of the Q-network (of each expert in ``moe-dqn``); chosen on validation:
+128x128 against 64x64 gave mean |gap| 1.22 / 0.99 h against 1.32 / 1.44 h (seeds 0 / 1)."""
 DEFAULTS: dict[str, Any] = dict(
     learning_rate=5e-4,
     buffer_size=100_000,
@@ -32,7 +35,7 @@ DEFAULTS: dict[str, Any] = dict(
 
 
 def policy_kwargs() -> dict[str, Any]:
-    return dict(features_extractor_class=SummaryExtractor, net_arch=[64, 64])
+    return dict(features_extractor_class=SummaryExtractor, net_arch=list(NET_ARCH))
 
 
 def build(env: gym.Env, seed: int, **kwargs: Any) -> DQN:

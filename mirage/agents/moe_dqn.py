@@ -26,7 +26,7 @@ from torch import nn
 
 from mirage.agents.common import pretrain as pt
 from mirage.agents.common.extractors import SummaryExtractor
-from mirage.agents.dqn import DEFAULTS
+from mirage.agents.dqn import DEFAULTS, NET_ARCH
 from mirage.dataset import HindsightData
 
 GATE_WEIGHT = 0.1
@@ -84,7 +84,7 @@ ALGO = DQN
 
 
 def policy_kwargs() -> dict[str, Any]:
-    return dict(features_extractor_class=SummaryExtractor, net_arch=[64, 64], n_experts=4)
+    return dict(features_extractor_class=SummaryExtractor, net_arch=list(NET_ARCH), n_experts=4)
 
 
 def gate_of(policy: Any) -> GatedMoE:

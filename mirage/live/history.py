@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 #: Normalisation when the partition has no MaxTime (``INFINITE``): 48 h, LS6's maximum.
 DEFAULT_MAX_LIMIT = 48 * 3600.0
-_VERSION = 1
+_VERSION = 2  # 2: BuilderState with the ended-job arrays (FEATURE_VERSION 3)
 
 
 class HistoryError(RuntimeError):
@@ -127,14 +128,7 @@ class QueueHistory:
                 sample_interval=b.sample_interval,
                 last_sample=self.last_sample,
                 samples=self.samples,
-                rows=st.rows,
-                filled=st.filled,
-                prev_ids=st.prev_ids,
-                prev_submit=st.prev_submit,
-                prev_run_ids=st.prev_run_ids,
-                prev_time=st.prev_time,
-                start_time=st.start_time,
-                start_wait=st.start_wait,
+                **{f.name: getattr(st, f.name) for f in fields(BuilderState)},
             )
 
     def load(self, path: Path | None = None) -> bool:
@@ -167,18 +161,13 @@ class QueueHistory:
             window=self.window,
             sample_interval=self.sample_interval,
         )
-        b.set_state(
-            BuilderState(
-                rows=d["rows"].astype(np.float32),
-                filled=int(d["filled"]),
-                prev_ids=d["prev_ids"],
-                prev_submit=d["prev_submit"],
-                prev_run_ids=d["prev_run_ids"],
-                prev_time=float(d["prev_time"]),
-                start_time=d["start_time"],
-                start_wait=d["start_wait"],
-            )
+        state = {f.name: d[f.name] for f in fields(BuilderState)}
+        state.update(
+            rows=d["rows"].astype(np.float32),
+            filled=int(d["filled"]),
+            prev_time=float(d["prev_time"]),
         )
+        b.set_state(BuilderState(**state))
         self.builder = b
         self.last_sample = float(d["last_sample"])
         self.samples = int(d["samples"])

@@ -110,6 +110,20 @@ def test_dataset_round_trip_and_version_check(tiny_data, tmp_path):
         ds.load(tmp_path / "x.parquet")
 
 
+def test_concatenated_datasets_keep_every_observation_and_label(tiny_data):
+    both = ds.concat([tiny_data, tiny_data])
+    n = len(tiny_data)
+    assert len(both) == 2 * n and both.episodes == 2 * tiny_data.episodes
+    assert np.array_equal(both.obs(np.arange(n, 2 * n)), tiny_data.obs())
+    assert np.array_equal(both.gap[n:], tiny_data.gap)
+    assert np.array_equal(both.episode[n:], tiny_data.episode + tiny_data.episodes)
+    first = first_fire_gaps(both, both.gap >= 0)
+    assert np.array_equal(first[: tiny_data.episodes], first[tiny_data.episodes :])
+    other = hand_data([[1.0]], [2.0])
+    with pytest.raises(ds.DatasetError, match="observation shape"):
+        ds.concat([tiny_data, other])
+
+
 def params(module: th.nn.Module) -> np.ndarray:
     return th.cat([p.detach().flatten() for p in module.parameters()]).numpy()
 

@@ -135,3 +135,23 @@ def test_start_estimate_in_the_context_row():
     assert late[ctx("est_early")] == 0
     early = b.observe(ChainState(2 * H, 1, 10 * H, 0, 0, 1, 10 * H, est_start=4 * H))[-1]
     assert early[ctx("est_early")] == pytest.approx(0.6) and early[ctx("est_late")] == 0
+
+
+def test_ended_jobs_show_how_much_of_their_limits_they_used():
+    """Running jobs that vanish between two samples ended: the share of their limits they
+    used (to the middle of the interval) is what limit-based estimates miss."""
+    b = ObservationBuilder(total_units=10, max_limit=10 * H, window=4, wait_horizon=4 * H)
+    b.push(snap(0.0, 10, running=[(1, 2, 10 * H, -H), (2, 4, 4 * H, -1.5 * H), (3, 1, H, 0.0)]))
+    row = b.push(snap(H, 10, running=[(3, 1, H, 0.0)]))
+    # job 1 ran 1.5 h of 10 h, job 2 2 h of 4 h (ended at the interval's middle, 0.5 h)
+    assert row[col("ended_used_mean")] == pytest.approx((0.15 + 0.5) / 2)
+    assert row[col("ended_used_p50")] == pytest.approx(0.5)
+    assert row[col("ended_work_ratio")] == pytest.approx((2 * 1.5 + 4 * 2) / (2 * 10 + 4 * 4))
+    assert row[col("ended_count")] == pytest.approx(math.log1p(2) / math.log1p(10))
+    state = b.state()
+    row = b.push(snap(6 * H, 10))  # job 3 ends too; jobs 1 and 2 leave the 4-h horizon
+    assert row[col("ended_used_mean")] == pytest.approx(1.0)
+    b.set_state(state)  # a restored builder forgets job 3's end again
+    assert b.queue_features(snap(H, 10, running=[(3, 1, H, 0.0)]))[
+        col("ended_used_mean")
+    ] == pytest.approx(0.325)

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-_STEPS: dict[int, tuple[int, ...]] = {}
+# per tree size n (a power of 2): the descent's steps below the root (n/2 ... 1), and for each
+# slot the tree cells an update touches; shared by every tree of that size
+_SHAPES: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
 
 
-def _steps(n: int) -> tuple[int, ...]:
-    """The descent's steps below the root of a tree of size ``n`` (a power of 2): n/2 ... 1."""
-    steps = _STEPS.get(n)
-    if steps is None:
-        steps = _STEPS[n] = tuple(1 << k for k in range(n.bit_length() - 2, -1, -1))
-    return steps
+def _shape(n: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    shape = _SHAPES.get(n)
+    if shape is None:
+        steps = tuple(1 << k for k in range(n.bit_length() - 2, -1, -1))
+        paths = []
+        for i in range(1, n + 1):
+            path = []
+            while i <= n:
+                path.append(i)
+                i += i & -i
+            paths.append(tuple(path))
+        shape = _SHAPES[n] = (steps, tuple(paths))
+    return shape
 
 
 class Fenwick:
     """Weights at integer slots; ``find(r)`` returns the slot where the prefix sum passes r."""
 
-    __slots__ = ("_t", "_w", "_size", "_steps", "total")
+    __slots__ = ("_t", "_w", "_size", "_steps", "_paths", "total")
 
     def __init__(self, size: int = 8) -> None:
         n = 1
         while n < size:
             n *= 2
         self._size = n
-        self._steps = _steps(n)
+        self._steps, self._paths = _shape(n)
         self._t = [0.0] * (n + 1)
         self._w = [0.0] * n
         self.total = 0.0
@@ -37,16 +46,15 @@ class Fenwick:
     def set(self, i: int, w: float) -> None:
         if i >= self._size:
             self._grow(i + 1)
-        delta = w - self._w[i]
+        weights = self._w
+        delta = w - weights[i]
         if delta == 0.0:
             return
-        self._w[i] = w
+        weights[i] = w
         self.total += delta
-        t, n = self._t, self._size
-        i += 1
-        while i <= n:
-            t[i] += delta
-            i += i & -i
+        t = self._t
+        for j in self._paths[i]:
+            t[j] += delta
 
     def rebuild(self, weights: list[float]) -> None:
         """Replace every weight at once in O(n)."""
@@ -60,7 +68,7 @@ class Fenwick:
             if j <= n:
                 t[j] += t[i]
         self._size, self._t, self._w, self.total = n, t, w, sum(w)
-        self._steps = _steps(n)
+        self._steps, self._paths = _shape(n)
 
     def find(self, r: float) -> int:
         """The slot i with prefix(i) <= r < prefix(i+1); callers draw r in [0, total)."""

@@ -86,7 +86,7 @@ class Scheduler:
         self._queued = 0
         self._inflight = 0
         self._seq = 0
-        self._bytes = 0
+        self._bytes = 0  # served by jobs since dropped (live jobs count their own)
         self._ops = 0
         self._window = ShareWindow(window)
         self._disp_request = dispatcher
@@ -154,7 +154,6 @@ class Scheduler:
             if self._ordered:
                 for chunk in chunks:
                     self._disp.enqueue(chunk)
-        job.queued_bytes += nbytes
         if was_idle:
             self._disp.activate(job, self.clock() if self._timed else 0.0)
         return req
@@ -186,7 +185,6 @@ class Scheduler:
             nbytes = chunk.nbytes
             chunk.state = DISPATCHED
             job.inflight += 1
-            job.queued_bytes -= nbytes
             queued -= 1
             inflight += 1
             room -= 1
@@ -206,8 +204,6 @@ class Scheduler:
         job.bytes_served += nbytes
         job.ops_served += 1
         self._inflight -= 1
-        self._bytes += nbytes
-        self._ops += 1
         # a one-chunk request is its own chunk: skip the ``request`` property then
         (chunk if chunk.__class__ is Request else chunk.request).pending -= 1
         if self._window.size:
@@ -226,7 +222,6 @@ class Scheduler:
             return 0
         for c in gone:
             c.state = CANCELLED
-            job.queued_bytes -= c.nbytes
         ids = {id(c) for c in gone}
         remaining = [c for c in job.queue if id(c) not in ids]
         job.queue.clear()
@@ -286,6 +281,8 @@ class Scheduler:
 
     def _drop(self, job: JobState) -> None:
         self._disp.forget(job)
+        self._bytes += job.bytes_served
+        self._ops += job.ops_served
         del self._jobs[job.tag.job_id]
 
     def stats(self) -> SchedStats:
@@ -318,7 +315,7 @@ class Scheduler:
             self._queued,
             self._inflight,
             self.max_inflight,
-            self._bytes,
-            self._ops,
+            self._bytes + sum(j.bytes_served for j in self._jobs.values()),
+            self._ops + sum(j.ops_served for j in self._jobs.values()),
             jobs,
         )

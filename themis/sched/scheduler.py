@@ -188,7 +188,7 @@ class Scheduler:
             queued -= 1
             inflight += 1
             room -= 1
-            served(job, nbytes if nbytes > mc else mc, bool(queue), now)
+            served(job, nbytes if nbytes > mc else mc, True if queue else False, now)
             out.append(chunk)
         self._inflight, self._queued = inflight, queued
         return out

@@ -16,7 +16,8 @@ from themis.iosim.model import MiB, ServerSpec, SimJob
 from themis.iosim.sync import GlobalFairness
 from themis.sched import Policy, Request, Scheduler
 
-DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE = range(7)
+DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE, STOP = range(8)
+_LAST = 1 << 62  # the STOP sentinel's seq: after every real event at the same time
 
 
 class _Server:
@@ -55,14 +56,13 @@ class _Job:
         "depth",
         "think",
         "random",
+        "rand",
         "rng",
         "running",
         "outstanding",
         "busy_start",
         "busy",
-        "bytes",
         "ops",
-        "work",
         "win",
         "procs_done",
         "burst_start",
@@ -90,20 +90,28 @@ class _Job:
         self.cost = max(self.nbytes, min_charge)
         self.depth, self.think = p.depth, p.think
         self.random = p.kind == "dataload"
+        self.rand = self.rng.random if self.random else None  # None: stripe round-robin
         self.procs = [_Proc(self, i) for i in range(spec.processes)]
         self.running = False
         self.finished = False
         self.outstanding = 0
         self.busy_start = 0.0
         self.busy: list[tuple[float, float]] = []
-        self.bytes = 0
-        self.ops = 0
-        self.work = 0
+        self.ops = 0  # completed requests; every request of a job has the same size and cost
         self.work_at_sync = 0
-        self.win = [0] * nwin
+        self.win = [0] * nwin  # completed requests per sampling window
         self.procs_done = 0
         self.burst_start = 0.0
         self.bursts: list[tuple[float, float]] = []
+
+    @property
+    def bytes(self) -> int:
+        return self.ops * self.nbytes
+
+    @property
+    def work(self) -> int:
+        """Completed requests, each counted max(bytes, min_charge)."""
+        return self.ops * self.cost
 
 
 @dataclass
@@ -223,9 +231,16 @@ class IOSim:
                 seq += 1
                 push(heap, (now + chunk.nbytes * inv, seq, DONE, srv, chunk))
             self._seq = seq
-            self.chunks += len(chunks)
-            srv.busy += len(chunks)
-        if self.timed and sched.queued and sched.inflight < sched.max_inflight:
+            n = len(chunks)
+            self.chunks += n
+            srv.busy += n
+        if self.timed:
+            self._wake(srv)
+
+    def _wake(self, srv: _Server) -> None:
+        """Schedule a wake-up for when a throttling dispatcher releases held-back work."""
+        sched = srv.sched
+        if sched.queued and sched.inflight < sched.max_inflight:
             w = sched.wakeup_time()
             if w is not None and w < srv.wake_at:
                 srv.wake_at = w
@@ -237,23 +252,21 @@ class IOSim:
         job = proc.job
         if not job.running:
             return
-        depth, nbytes, tag, servers, nsrv = job.depth, job.nbytes, job.tag, job.servers, job.nsrv
-        kick = self._kick
-        rand = job.rng.random if job.random else None
-        while proc.outstanding < depth and proc.remaining != 0:
+        servers, rand = job.servers, job.rand
+        while proc.outstanding < job.depth and proc.remaining:  # remaining < 0: unbounded
             proc.remaining -= 1
-            if rand is not None:
-                srv = servers[int(rand() * nsrv)]
+            if rand is None:
+                pos = proc.pos = proc.pos + 1
+                srv = servers[pos % job.nsrv]
             else:
-                proc.pos += 1
-                srv = servers[proc.pos % nsrv]
-            if job.outstanding == 0:
+                srv = servers[int(rand() * job.nsrv)]
+            if not job.outstanding:
                 job.busy_start = self.now
             proc.outstanding += 1
             job.outstanding += 1
-            srv.sched.submit(tag, nbytes, proc)
+            srv.sched.submit(job.tag, job.nbytes, proc)
             if srv.busy < srv.channels:
-                kick(srv)
+                self._kick(srv)
 
     def _start_burst(self, job: _Job) -> None:
         job.procs_done = 0
@@ -302,7 +315,10 @@ class IOSim:
                 job.busy.append((job.busy_start, duration))
         if progress is not None:
             progress(duration)
-        results = [JobResult(j.spec, j.bytes, j.ops, j.work, j.win, j.busy, j.bursts) for j in jobs]
+        results = [
+            JobResult(j.spec, j.bytes, j.ops, j.work, [n * j.cost for n in j.win], j.busy, j.bursts)
+            for j in jobs
+        ]
         return SimResult(
             self.policy.name,
             self.dispatcher,
@@ -320,48 +336,61 @@ class IOSim:
         self, duration: float, sync: GlobalFairness | None, progress: Callable[[float], None] | None
     ) -> tuple[float, float]:
         """The event loop; returns its wall-clock and CPU seconds."""
-        heap, pop = self._heap, heapq.heappop
+        heap, pop, hpush = self._heap, heapq.heappop, heapq.heappush
         issue, kick, push = self._issue, self._kick, self._push
         inv_win, nwin = self._inv_win, self._nwin
+        overhead, inv_bw, timed = self._overhead, self._inv_bw, self.timed
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        events = 0
-        next_report = duration / 50
-        while heap and heap[0][0] <= duration:
+        # every push takes a seq number, so the events popped are counted at the end; a STOP
+        # sentinel after every event due at ``duration`` ends the loop (no per-event test)
+        seq0, queued0 = self._seq, len(heap)
+        heapq.heappush(heap, (duration, _LAST, STOP, None, None))
+        report_every = duration / 50
+        next_report = report_every if progress is not None else math.inf
+        while True:
             t, _, kind, a, b = pop(heap)
             self.now = t
-            events += 1
             if kind == DONE:
                 a.sched.done(b)
                 a.busy -= 1
                 req = b if b.__class__ is Request else b.request
-                if req.pending == 0:  # the request is complete: its process goes on
+                if not req.pending:  # the request is complete: its process goes on
                     proc = req.payload
                     job = proc.job
                     proc.outstanding -= 1
                     job.outstanding -= 1
-                    if job.outstanding == 0:
+                    if not job.outstanding:
                         job.busy.append((job.busy_start, t))
                     job.ops += 1
-                    job.bytes += job.nbytes
-                    job.work += job.cost
                     i = int(t * inv_win)
                     if i < nwin:
-                        job.win[i] += job.cost
-                    if proc.remaining != 0:
+                        job.win[i] += 1
+                    if proc.remaining:
                         if job.think:
                             push(t + job.think, WAKE, proc)
                         else:
                             issue(proc)
-                    elif proc.outstanding == 0:
+                    elif not proc.outstanding:
                         job.procs_done += 1
                         if job.procs_done == len(job.procs):
                             job.bursts.append((job.burst_start, t))
                             if job.running:
                                 push(t + job.spec.profile.period, PHASE, job)
-                    if not job.running and job.outstanding == 0:
+                    if not job.running and not job.outstanding:
                         self._retire(job)
                 if a.busy < a.channels:  # unless the process just filled it again
-                    kick(a)
+                    chunks = a.sched.take()  # _kick(a), inlined on this hottest path
+                    if chunks:
+                        seq = self._seq
+                        for chunk in chunks:
+                            seq += 1
+                            hpush(heap, (t + overhead + chunk.nbytes * inv_bw, seq, DONE, a, chunk))
+                        self._seq = seq
+                        n = len(chunks)
+                        self.chunks += n
+                        a.busy += n
+                    if timed:
+                        self._wake(a)
             elif kind == WAKE:
                 issue(a)
             elif kind == PHASE:
@@ -387,8 +416,10 @@ class IOSim:
                     for srv in self.servers:
                         srv.sched.set_boosts(boosts)
                 self._push(t + self.delta, SYNC)
-            if progress is not None and t >= next_report:
-                progress(t)
-                next_report = t + duration / 50
-        self.events = events
+            elif kind == STOP:
+                break
+            if t >= next_report:
+                progress(t)  # type: ignore[misc]
+                next_report = t + report_every
+        self.events = self._seq - seq0 + queued0 - len(heap)
         return time.perf_counter() - wall0, time.process_time() - cpu0

@@ -148,10 +148,12 @@ class LotteryDispatcher(TreeDispatcher):
         if not node.nactive:
             return None
         rand = self.rng.random
-        while node.job is None:
+        job = node.job
+        while job is None:
             fen = node.fen
             node = node.slots[fen.find(rand() * fen.total)]  # type: ignore[assignment]
-        return node.job
+            job = node.job
+        return job
 
     def served(self, job: JobState, nbytes: int, active: bool, now: float) -> None:
         if not active:

@@ -93,7 +93,6 @@ class JobState:
         "inflight",
         "bytes_served",
         "ops_served",
-        "queued_bytes",
         "retired",
         "d",
     )
@@ -104,6 +103,10 @@ class JobState:
         self.inflight = 0
         self.bytes_served = 0
         self.ops_served = 0
-        self.queued_bytes = 0
         self.retired = False
         self.d: Any = None
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of the job's queued chunks."""
+        return sum(c.nbytes for c in self.queue)

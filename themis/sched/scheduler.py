@@ -86,13 +86,19 @@ class Scheduler:
         self._queued = 0
         self._inflight = 0
         self._seq = 0
-        self._bytes = 0
+        self._bytes = 0  # served by jobs since dropped (live jobs count their own)
         self._ops = 0
         self._window = ShareWindow(window)
         self._disp_request = dispatcher
         self._disp_options = dict(dispatcher_options)
-        self._disp = self._make(dispatcher, dispatcher_options)
-        self._disp.attach(self.policy)
+        self._use(self._make(dispatcher, dispatcher_options))
+
+    def _use(self, disp: Dispatcher) -> None:
+        """Attach ``disp`` to the policy and cache its hot-path hooks."""
+        disp.attach(self.policy)
+        self._disp = disp
+        self._pick, self._served = disp.pick, disp.served
+        self._ordered, self._timed = disp.ordered, disp.timed
 
     def _make(self, dispatcher: str | Dispatcher, options: Mapping[str, Any]) -> Dispatcher:
         if self.policy.fifo:
@@ -127,30 +133,29 @@ class Scheduler:
         job = self._jobs.get(tag.job_id)
         if job is None:
             job = self._jobs[tag.job_id] = JobState(tag)
-        elif job.tag is not tag and job.tag != tag:
-            job.tag = tag  # the job's description changed (e.g. resize): only affects new nodes
-        if job.retired:
-            job.retired = False
-        self._seq += 1
-        req = Request(tag, nbytes, payload, self._seq, job)
+        else:
+            if job.tag is not tag and job.tag != tag:
+                job.tag = tag  # the job's description changed (e.g. resize): only new nodes
+            if job.retired:
+                job.retired = False
+        seq = self._seq = self._seq + 1
+        req = Request(tag, nbytes, payload, seq, job)
         queue = job.queue
         was_idle = not queue
-        disp = self._disp
         if nbytes <= self.chunk_bytes:
             queue.append(req)
             self._queued += 1
-            if disp.ordered:
-                disp.enqueue(req)
+            if self._ordered:
+                self._disp.enqueue(req)
         else:
             chunks = req.split(self.chunk_bytes)
             queue.extend(chunks)
             self._queued += len(chunks)
-            if disp.ordered:
+            if self._ordered:
                 for chunk in chunks:
-                    disp.enqueue(chunk)
-        job.queued_bytes += nbytes
+                    self._disp.enqueue(chunk)
         if was_idle:
-            disp.activate(job, self.clock() if disp.timed else 0.0)
+            self._disp.activate(job, self.clock() if self._timed else 0.0)
         return req
 
     def next(self) -> Chunk | None:
@@ -161,16 +166,17 @@ class Scheduler:
     def take(self, limit: int = 0) -> list[Chunk]:
         """Every chunk that may run now, in dispatch order (at most ``limit`` if > 0): the
         batch form of :meth:`next`."""
-        out: list[Chunk] = []
-        if self._inflight >= self.max_inflight or not self._queued:
-            return out
-        disp = self._disp
-        now = self.clock() if disp.timed else 0.0
-        pick, served, mc = disp.pick, disp.served, self.min_charge
-        room = self.max_inflight - self._inflight
+        inflight, queued = self._inflight, self._queued
+        room = self.max_inflight - inflight
+        if room <= 0 or not queued:
+            return []
         if 0 < limit < room:
             room = limit
-        while room and self._queued:
+        now = self.clock() if self._timed else 0.0
+        pick, served, mc = self._pick, self._served, self.min_charge
+        out: list[Chunk] = []
+        # the counters live in locals here: dispatchers never read the scheduler
+        while room and queued:
             job = pick(now)
             if job is None:
                 break
@@ -179,12 +185,13 @@ class Scheduler:
             nbytes = chunk.nbytes
             chunk.state = DISPATCHED
             job.inflight += 1
-            job.queued_bytes -= nbytes
-            self._queued -= 1
-            self._inflight += 1
+            queued -= 1
+            inflight += 1
             room -= 1
-            served(job, nbytes if nbytes > mc else mc, bool(queue), now)
+            active = True if queue else False  # noqa: SIM210 - no bool() call per chunk
+            served(job, nbytes if nbytes > mc else mc, active, now)
             out.append(chunk)
+        self._inflight, self._queued = inflight, queued
         return out
 
     def done(self, chunk: Chunk) -> None:
@@ -193,15 +200,15 @@ class Scheduler:
             raise ValueError(f"{chunk!r} was not dispatched (or is already done)")
         chunk.state = DONE
         job = chunk.job
+        nbytes = chunk.nbytes
         job.inflight -= 1
-        job.bytes_served += chunk.nbytes
+        job.bytes_served += nbytes
         job.ops_served += 1
         self._inflight -= 1
-        self._bytes += chunk.nbytes
-        self._ops += 1
-        chunk.request.pending -= 1
+        # a one-chunk request is its own chunk: skip the ``request`` property then
+        (chunk if chunk.__class__ is Request else chunk.request).pending -= 1
         if self._window.size:
-            self._window.add(job.tag.job_id, chunk.nbytes)
+            self._window.add(job.tag.job_id, nbytes)
         if job.retired and not job.queue and not job.inflight:
             self._drop(job)
 
@@ -216,7 +223,6 @@ class Scheduler:
             return 0
         for c in gone:
             c.state = CANCELLED
-            job.queued_bytes -= c.nbytes
         ids = {id(c) for c in gone}
         remaining = [c for c in job.queue if id(c) not in ids]
         job.queue.clear()
@@ -242,8 +248,7 @@ class Scheduler:
         self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
         if dispatcher is not None:
             self._disp_request = dispatcher
-        self._disp = self._make(self._disp_request, self._disp_options)
-        self._disp.attach(self.policy)
+        self._use(self._make(self._disp_request, self._disp_options))
         self._reload()
 
     def _reload(self) -> None:
@@ -277,6 +282,8 @@ class Scheduler:
 
     def _drop(self, job: JobState) -> None:
         self._disp.forget(job)
+        self._bytes += job.bytes_served
+        self._ops += job.ops_served
         del self._jobs[job.tag.job_id]
 
     def stats(self) -> SchedStats:
@@ -309,7 +316,7 @@ class Scheduler:
             self._queued,
             self._inflight,
             self.max_inflight,
-            self._bytes,
-            self._ops,
+            self._bytes + sum(j.bytes_served for j in self._jobs.values()),
+            self._ops + sum(j.ops_served for j in self._jobs.values()),
             jobs,
         )

@@ -288,3 +288,55 @@ def test_traces_carry_each_jobs_partition(tmp_path):
     sim = Simulator(trace, SlurmConfig.from_text(PROMPT))
     sim.run()
     assert starts(sim)[3] == 100.0 and sim.trace is trace
+
+
+def test_sacct_and_csv_traces_carry_partitions_and_the_cache_keeps_them(tmp_path):
+    from tests.sim.test_traces_sacct import PARSABLE
+
+    path = tmp_path / "sacct.txt"
+    path.write_text(PARSABLE.replace("|gpu|2024-03-01T11:40", "|big,gpu|2024-03-01T11:40"))
+    trace = read_trace(path, cache=False)
+    assert set(trace.partitions) == {"gpu", "big"}  # the first of several partitions
+    csv = tmp_path / "jobs.csv"
+    csv.write_text(
+        "job_id,user,submit,start,end,nodes,limit,partition\n"
+        "1,u,0,0,60,1,600,cpu\n2,u,10,10,70,1,600,gpu\n"
+    )
+    assert read_trace(csv, cache=False).partitions == ["cpu", "gpu"]
+    pytest.importorskip("pyarrow")
+    first = read_trace(csv, cache=True)
+    again = read_trace(csv, cache=True)
+    assert first.partitions == again.partitions == ["cpu", "gpu"]
+
+
+def test_replay_cli_with_node_pools_and_qos_limits(tmp_path):
+    import subprocess
+    import sys
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "NodeName=n[1-4]\nNodeName=g[1-2]\n"
+        "PartitionName=1 Nodes=n[1-4] Default=YES MaxTime=30\nPartitionName=2 Nodes=g[1-2]\n"
+    )
+    swf = tmp_path / "log.swf"
+    swf.write_text(
+        "; MaxProcs: 6\n"
+        "1 0 0 100 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 0 0 100 2 -1 -1 2 100 -1 1 2 1 -1 2 -1 -1 -1\n"
+        "3 0 0 100 2 -1 -1 2 3600 -1 1 3 1 -1 1 -1 -1 -1\n"
+        "4 0 0 100 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+    )
+    out = tmp_path / "s.csv"
+    res = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "replay", str(swf), "--slurm-conf", str(conf)]
+        + ["--qos-limits", "MaxJobsPerUser=1", "--no-cache", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "cluster size from the partitions' Nodes=" in res.stderr
+    assert "1 jobs still pending: PartitionTimeLimit" in res.stderr
+    lines = out.read_text().splitlines()[1:]
+    got = {int(r.split(",")[0]): float(r.split(",")[6]) for r in lines}
+    assert got == {1: 0.0, 2: 0.0, 4: 100.0}  # job 4: same user as job 1 (MaxJobsPerUser=1)

@@ -102,13 +102,17 @@ class SlurmConfig:
     def from_file(cls, path: str | Path) -> SlurmConfig:
         """Read a slurm.conf (``Include`` lines followed)."""
         cfg = cls(source=str(path), accounting=False)
-        _Reader(cfg).read(Path(path))
+        reader = _Reader(cfg)
+        reader.read(Path(path))
+        reader.finish()
         return cfg
 
     @classmethod
     def from_text(cls, text: str, name: str = "<slurm.conf>") -> SlurmConfig:
         cfg = cls(source=name, accounting=False)
-        _Reader(cfg).read_text(text, name, Path("."))
+        reader = _Reader(cfg)
+        reader.read_text(text, name, Path("."))
+        reader.finish()
         return cfg
 
 
@@ -156,6 +160,8 @@ class _Reader:
     def __init__(self, cfg: SlurmConfig) -> None:
         self.cfg = cfg
         self.depth = 0
+        self.where = ""
+        self.part_where: dict[str, str] = {}  # partition -> file:line of its line
 
     def read(self, path: Path) -> None:
         self.read_text(read_config(path, "slurm.conf"), str(path), path.parent)
@@ -165,7 +171,7 @@ class _Reader:
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
-            where = f"{name}:{lineno}"
+            where = self.where = f"{name}:{lineno}"
             if line.lower().startswith("include "):
                 self._include(line.split(None, 1)[1].strip(), base, where)
                 continue
@@ -239,14 +245,21 @@ class _Reader:
         part.default = attrs.get("default", "NO").upper() == "YES"
         nodes = attrs.get("nodes", "ALL")
         if nodes.upper() != "ALL":
-            known = set(self.cfg.node_names)
             part.nodes = tuple(dict.fromkeys(expand_hosts(nodes)))
+        self.cfg.partitions[value] = part
+        self.part_where[value] = self.where
+
+    def finish(self) -> None:
+        """Checks that need the whole file: every partition's nodes are on NodeName lines
+        (Slurm reads those first, wherever they are in the file)."""
+        known = set(self.cfg.node_names)
+        for name, part in self.cfg.partitions.items():
             unknown = [n for n in part.nodes if n not in known]
             if unknown:
                 raise ConfigError(
-                    f"PartitionName={value}: Nodes: {unknown[0]} is on no NodeName line above"
+                    f"{self.part_where[name]}: PartitionName={name}: Nodes: {unknown[0]} is on "
+                    "no NodeName line"
                 )
-        self.cfg.partitions[value] = part
 
     def _sched_params(self, value: str) -> None:
         cfg = self.cfg

@@ -1083,6 +1083,8 @@ class Simulator:
                 job = order[i]
                 if sum(free[s] for s in job.pool) >= job.units:
                     last = i
+            if last < 0:
+                return started
         smap = self._segment_map(free, new_ends)
         for i in range(last + 1 if start_now else stop + 1):
             job = order[i]

@@ -259,6 +259,9 @@ def test_limits_file_errors_name_file_and_line(tmp_path):
 
 
 def test_partition_nodes_must_be_known():
+    # as in Slurm, the NodeName lines may come after the partitions
+    cfg = SlurmConfig.from_text("PartitionName=p Nodes=x[1-2] Default=YES\nNodeName=x[1-3]\n")
+    assert cfg.partitions["p"].nodes == ("x1", "x2")
     with pytest.raises(
         ConfigError, match="<slurm.conf>:2: PartitionName=p: Nodes: x3 is on no NodeName"
     ):

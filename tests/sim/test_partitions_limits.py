@@ -343,3 +343,63 @@ def test_replay_cli_with_node_pools_and_qos_limits(tmp_path):
     lines = out.read_text().splitlines()[1:]
     got = {int(r.split(",")[0]): float(r.split(",")[6]) for r in lines}
     assert got == {1: 0.0, 2: 0.0, 4: 100.0}  # job 4: same user as job 1 (MaxJobsPerUser=1)
+
+
+@pytest.mark.parametrize("pools", [False, True])
+def test_backfill_counts_the_jobs_it_starts_in_the_same_pass(pools):
+    # MaxJobsPerUser=1, nobody running: the backfill pass at t=0 (before the delayed main
+    # scheduler run at t=3) may start job 1 of user 0 but not also job 2, which waits for
+    # job 1's end; job 3 (user 1) starts with job 1. Both the compiled plan and the
+    # node-pool walk.
+    rows = [(0, 100, 100, 1, 0), (0, 100, 100, 1, 0), (0, 100, 100, 1, 1)]
+    cfg = SlurmConfig()
+    trace = make_trace(rows, total=6)
+    if pools:
+        cfg = SlurmConfig.from_text(CPU_GPU.replace(PROMPT, ""))
+        trace = replace(trace, partitions=["cpu"] * 3)
+    sim = Simulator(trace, cfg, limits=QosLimits(max_jobs_per_user=1))
+    sim.run()
+    assert starts(sim) == {1: 0.0, 3: 0.0, 2: 100.0}
+    assert all(r.backfill for r in sim.records if r.job_id != 2)
+
+
+@pytest.mark.parametrize("pools", [False, True])
+def test_limits_hold_on_a_random_workload(pools):
+    # Never more than 2 running jobs or 5 nodes per user, never more nodes than a partition
+    # has.
+    tr = generate(500, 8, seed=4, load=0.9)
+    tr = replace(tr, unit="nodes", total_units=10, user=tr.user % 4)
+    cfg = SlurmConfig()
+    if pools:
+        cfg = SlurmConfig.from_text(
+            "NodeName=n[1-10]\nPartitionName=a Nodes=n[1-8] Default=YES\n"
+            "PartitionName=b Nodes=n[5-10]\n"
+        )
+        tr = replace(tr, partitions=["b" if i % 3 == 0 else "a" for i in range(len(tr))])
+    sim = Simulator(tr, cfg, limits=QosLimits(max_jobs_per_user=2, max_nodes_per_user=5))
+    sim.run()
+    part = {int(j): (tr.partitions[i] if pools else "") for i, j in enumerate(tr.job_id)}
+
+    def part_of(r):  # noqa: ANN001, ANN202
+        return part[r.job_id]
+
+    # a job of more than 5 nodes waits for ever (its user's limit), one larger than its
+    # partition is rejected; all others end
+    held = list(sim.state.pending)
+    assert len(sim.records) + len(held) == len(tr)
+    assert held and all(sim.reason(j) == "QOSMaxNodePerUserLimit" for j in held)
+    assert all(sim.job(j).units > 5 for j in held)
+    assert all(r.units <= 6 or part_of(r) == "a" for r in sim.records if r.start == r.start)
+    events = [(r.start, 1, r) for r in sim.records if r.start == r.start]  # not rejected
+    events = sorted(events + [(r.end, 0, r) for _, _, r in events], key=lambda e: (e[0], e[1]))
+    jobs: dict[int, int] = {}
+    nodes: dict[int, int] = {}
+    used: dict[str, int] = {}
+    for _, up, r in events:
+        d = 1 if up else -1
+        jobs[r.user] = jobs.get(r.user, 0) + d
+        nodes[r.user] = nodes.get(r.user, 0) + d * r.units
+        used[part_of(r)] = used.get(part_of(r), 0) + d * r.units
+        assert jobs[r.user] <= 2 and nodes[r.user] <= 5
+        assert used.get("", 0) <= 10 and used.get("a", 0) + used.get("b", 0) <= 10
+        assert used.get("a", 0) <= 8 and used.get("b", 0) <= 6

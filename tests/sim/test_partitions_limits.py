@@ -185,10 +185,10 @@ def test_max_jobs_per_user_holds_jobs_without_blocking_others():
 
 
 def test_max_jobs_per_user_in_the_main_scheduler():
-    # MaxJobsPerUser=2: user 0's three 1-node jobs run two at a time; user 1's job, last in
-    # the queue, is not blocked by the held one.
+    # MaxJobsPerUser=2, no backfill: user 0's three 1-node jobs run two at a time; user 1's
+    # job, last in the queue, is not blocked by the held one.
     rows = [(0, 100, 100, 1, 0), (0, 100, 100, 1, 0), (0, 100, 100, 1, 0), (0, 100, 100, 1, 1)]
-    cfg = SlurmConfig(batch_sched_delay=0)
+    cfg = SlurmConfig(batch_sched_delay=0, scheduler_type="sched/builtin")
     sim = Simulator(make_trace(rows), cfg, limits=QosLimits(max_jobs_per_user=2))
     sim.run()
     assert starts(sim) == {1: 0.0, 2: 0.0, 4: 0.0, 3: 100.0}

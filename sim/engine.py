@@ -571,8 +571,9 @@ class Simulator:
         job.deps = deps
         job.has_singleton = any(d.kind == "singleton" for d in deps)
         job.part = part.name
-        job.pool = pools.part_segs[part.name] if pools is not None else ()
-        job.alloc = None
+        if self._general:  # only then read (a snapshot of the plain case stays as small)
+            job.pool = pools.part_segs[part.name] if pools is not None else ()
+            job.alloc = None
         job.tier = part.priority_tier
         job.static = self.prio.static_part(job.units, part.priority_job_factor, qos)
         job.exit_code = exit_code

@@ -71,6 +71,7 @@ class SimJob:
     prio: int
     key: tuple[int, int, int]
     backfill: bool
+    # set only with node pools or QOS limits (Simulator._general):
     pool: tuple[int, ...]  # its partition's node-pool segments (sim/pools.py); () = no pools
     alloc: list[tuple[int, int]] | None  # (segment, units) it holds while running, on pools
 

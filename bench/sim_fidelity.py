@@ -109,6 +109,7 @@ def simulate(jobs: list[WorkloadJob], rows: list[dict], conf: Path) -> dict[str,
                 submit=at,
                 name=job.name,
                 dependency=dep,
+                partition=job.partition,
             )
         )
     sim.run()

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from sim.calibration import KNOBS, Calibration, CalibrationError, calibrate, store
 from sim.config import ConfigError, SlurmConfig
+from sim.pools import Pools
 from sim.traces.model import TraceError
 from sim.traces.read import read_trace
 
@@ -76,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace = read_trace(args.trace, fmt=args.format, cache=True)
         grid = _grid(args.search)
         since = _since(args.since, trace.start_epoch) if args.since else None
+        if Pools.active(cfg):
+            raise ConfigError(
+                f"{cfg.source}: its partitions' Nodes= fix the cluster size that calibrate "
+                "searches; calibrate with a copy whose partitions have Nodes=ALL"
+            )
     except (TraceError, ConfigError, CalibrationError) as e:
         err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2

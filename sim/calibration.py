@@ -367,7 +367,7 @@ def config_summary(cfg: SlurmConfig) -> dict[str, object]:
     default = SlurmConfig()
     out: dict[str, object] = {}
     for f in dataclasses.fields(SlurmConfig):
-        if f.name in ("partitions", "source", "nodes", "cpus"):
+        if f.name in ("partitions", "source", "nodes", "cpus", "node_names", "node_cpus"):
             continue
         value = getattr(cfg, f.name)
         if value != getattr(default, f.name):

@@ -26,6 +26,7 @@ class Partition:
     priority_job_factor: int = 1
     priority_tier: int = 1
     default: bool = False
+    nodes: tuple[str, ...] = ()  # its node pool (``Nodes=``, expanded); () = every node
 
 
 @dataclass(slots=True)
@@ -36,7 +37,11 @@ class SlurmConfig:
     or ``"priority/multifactor"``. ``units`` says what the cluster is counted in: ``"nodes"``
     (whole-node GPU partitions), ``"cpus"`` (``SelectTypeParameters=CR_CPU``/``CR_Core``),
     or ``None`` to follow the trace. ``nodes``/``cpus`` are the cluster size from the
-    ``NodeName`` lines (0 if none). ``accounting``: whether an accounting backend exists
+    ``NodeName`` lines (0 if none), ``node_names``/``node_cpus`` the nodes themselves; a
+    partition's ``nodes`` is its node pool (``Nodes=``). ``enforce_part_limits``: a job over
+    its partition's ``MaxTime`` is rejected at submission (``EnforcePartLimits=ALL|ANY|YES``);
+    by default (``NO``, Slurm's default) it is accepted and stays pending
+    (``PartitionTimeLimit``). ``accounting``: whether an accounting backend exists
     (``AccountingStorageType`` other than ``accounting_storage/none``). Without one, Slurm
     never sets a job's accrue time and has no usage per association, so the age and
     fair-share factors stay 0 (measured on Slurm 22.05: see bench/sim_fidelity.py). A config
@@ -69,6 +74,9 @@ class SlurmConfig:
     nodes: int = 0
     cpus: int = 0
     partitions: dict[str, Partition] = field(default_factory=dict)
+    node_names: list[str] = field(default_factory=list)  # NodeName lines, expanded, in order
+    node_cpus: list[int] = field(default_factory=list)  # CPUs of each of node_names
+    enforce_part_limits: bool = False  # EnforcePartLimits other than NO: reject at submit
     source: str = ""
 
     @property
@@ -94,13 +102,17 @@ class SlurmConfig:
     def from_file(cls, path: str | Path) -> SlurmConfig:
         """Read a slurm.conf (``Include`` lines followed)."""
         cfg = cls(source=str(path), accounting=False)
-        _Reader(cfg).read(Path(path))
+        reader = _Reader(cfg)
+        reader.read(Path(path))
+        reader.finish()
         return cfg
 
     @classmethod
     def from_text(cls, text: str, name: str = "<slurm.conf>") -> SlurmConfig:
         cfg = cls(source=name, accounting=False)
-        _Reader(cfg).read_text(text, name, Path("."))
+        reader = _Reader(cfg)
+        reader.read_text(text, name, Path("."))
+        reader.finish()
         return cfg
 
 
@@ -126,24 +138,30 @@ _WEIGHTS = {
 _HOSTLIST = re.compile(r"\[([^\]]+)\]")
 
 
-def _count_hosts(expr: str) -> int:
-    """Number of hosts in a Slurm hostlist such as ``gpu[001-084],login1``."""
-    total = 0
+def expand_hosts(expr: str) -> list[str]:
+    """The host names of a Slurm hostlist such as ``gpu[001-084],login1`` (one bracket group
+    per name; zero padding kept)."""
+    names: list[str] = []
     for part in re.split(r",(?![^\[]*\])", expr):
         m = _HOSTLIST.search(part)
         if not m:
-            total += 1
+            names.append(part)
             continue
+        head, tail = part[: m.start()], part[m.end() :]
         for rng in m.group(1).split(","):
             lo, _, hi = rng.partition("-")
-            total += int(hi) - int(lo) + 1 if hi else 1
-    return total
+            width = len(lo)
+            for i in range(int(lo), int(hi or lo) + 1):
+                names.append(f"{head}{i:0{width}d}{tail}")
+    return names
 
 
 class _Reader:
     def __init__(self, cfg: SlurmConfig) -> None:
         self.cfg = cfg
         self.depth = 0
+        self.where = ""
+        self.part_where: dict[str, str] = {}  # partition -> file:line of its line
 
     def read(self, path: Path) -> None:
         self.read_text(read_config(path, "slurm.conf"), str(path), path.parent)
@@ -153,7 +171,7 @@ class _Reader:
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
-            where = f"{name}:{lineno}"
+            where = self.where = f"{name}:{lineno}"
             if line.lower().startswith("include "):
                 self._include(line.split(None, 1)[1].strip(), base, where)
                 continue
@@ -209,10 +227,12 @@ class _Reader:
     def _node(self, value: str, attrs: dict[str, str]) -> None:
         if value.upper() == "DEFAULT":
             return
-        count = _count_hosts(value)
+        hosts = expand_hosts(value)
         cpus = int(attrs.get("cpus", attrs.get("procs", "1")))
-        self.cfg.nodes += count
-        self.cfg.cpus += count * cpus
+        self.cfg.nodes += len(hosts)
+        self.cfg.cpus += len(hosts) * cpus
+        self.cfg.node_names.extend(hosts)
+        self.cfg.node_cpus.extend([cpus] * len(hosts))
 
     def _partition(self, value: str, attrs: dict[str, str]) -> None:
         if value.upper() == "DEFAULT":
@@ -223,7 +243,23 @@ class _Reader:
         part.priority_job_factor = int(attrs.get("priorityjobfactor", 1))
         part.priority_tier = int(attrs.get("prioritytier", 1))
         part.default = attrs.get("default", "NO").upper() == "YES"
+        nodes = attrs.get("nodes", "ALL")
+        if nodes.upper() != "ALL":
+            part.nodes = tuple(dict.fromkeys(expand_hosts(nodes)))
         self.cfg.partitions[value] = part
+        self.part_where[value] = self.where
+
+    def finish(self) -> None:
+        """Checks that need the whole file: every partition's nodes are on NodeName lines
+        (Slurm reads those first, wherever they are in the file)."""
+        known = set(self.cfg.node_names)
+        for name, part in self.cfg.partitions.items():
+            unknown = [n for n in part.nodes if n not in known]
+            if unknown:
+                raise ConfigError(
+                    f"{self.part_where[name]}: PartitionName={name}: Nodes: {unknown[0]} is on "
+                    "no NodeName line"
+                )
 
     def _sched_params(self, value: str) -> None:
         cfg = self.cfg
@@ -279,6 +315,13 @@ def _accounting(cfg: SlurmConfig, value: str) -> None:
     cfg.accounting = value.lower() != "accounting_storage/none"
 
 
+def _enforce_part_limits(cfg: SlurmConfig, value: str) -> None:
+    v = value.upper()
+    if v not in ("NO", "YES", "ALL", "ANY"):
+        raise ConfigError(f"EnforcePartLimits={value}: expected NO, YES, ANY or ALL")
+    cfg.enforce_part_limits = v != "NO"
+
+
 def _select_params(cfg: SlurmConfig, value: str) -> None:
     v = value.upper()
     cfg.units = "cpus" if ("CR_CPU" in v or "CR_CORE" in v) else "nodes"
@@ -294,5 +337,6 @@ _SETTINGS: dict[str, Callable[[SlurmConfig, str], None]] = {
     "priorityflags": _priority_flags,
     "schedulertype": _scheduler_type,
     "accountingstoragetype": _accounting,
+    "enforcepartlimits": _enforce_part_limits,
     "selecttypeparameters": _select_params,
 }

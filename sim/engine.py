@@ -23,12 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from hpcbase.config import ConfigError
 from hpcbase.jobs import JobSpec, JobState
 from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
+from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES, REASON_SUBMIT, QosLimits
 from sim.mapparams import MapParams
+from sim.pools import Alloc, Pools, SegmentMap, spread, take
 from sim.priority import PriorityModel
 from sim.state import SimJob, SimState
 from sim.traces.model import Trace
@@ -81,6 +84,9 @@ class Simulator:
     ``total_units`` defaults to the trace's (``Trace.total_units``), else the config's node or
     CPU count. All times are seconds relative to ``epoch``, the Unix time of t = 0 (default
     ``trace.start_epoch``, else 0): Slurm aligns its backfill start estimates to Unix time.
+
+    Partitions whose ``Nodes=`` split the cluster make node pools (sim/pools.py): a job runs
+    on its partition's nodes only. ``limits``: per-user QOS limits (sim/limits.py).
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class Simulator:
         total_units: int | None = None,
         seed: int = 0,
         epoch: float | None = None,
+        limits: QosLimits | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.trace = trace
@@ -115,7 +122,23 @@ class Simulator:
         self._cpus_per_node = (
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1
         )
-        self._arrays = _TraceArrays(trace, self.total_units)
+        self._pools = Pools(cfg, unit, self.total_units) if Pools.active(cfg) else None
+        self.limits = limits if limits is not None and limits.any else None
+        self._run_limits = self.limits is not None and self.limits.run_limited
+        # CPUs per node on a node-counted cluster (QOS cpu limits), when the config says
+        self._node_cpus = cfg.cpus // cfg.nodes if cfg.nodes and cfg.cpus else 1
+        # the slow, general passes: node pools or limits on running jobs
+        self._general = self._pools is not None or self._run_limits
+        # partitions whose MaxTime holds jobs back (PartitionTimeLimit)
+        self._max_time = {p.name: p.max_time for p in cfg.partitions.values()}
+        self._time_held = any(t < math.inf for t in self._max_time.values())
+        # whether a job can be rejected at submission, or limits count submissions
+        self._rejects = (
+            self.limits is not None
+            or self._pools is not None
+            or (cfg.enforce_part_limits and self._time_held)
+        )
+        self._arrays = _TraceArrays(trace, self.total_units, bool(cfg.partitions))
         self._params = MapParams(
             now=0.0,
             free=self.total_units,
@@ -136,6 +159,8 @@ class Simulator:
             calc_next=-math.inf if self.prio.time_dependent else math.inf,
             fairshare=self.prio.fairshare,
         )
+        if self._pools is not None:
+            self.state.seg_free = list(self._pools.seg_size)
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
         self._fin_pos: dict[int, int] = {}  # job id -> index in _log
         self.on_start: Callable[[int, float], None] | None = None
@@ -175,6 +200,9 @@ class Simulator:
             spec.qos_factor,
             spec.exit_code,
         )
+        why = self._reject_reason(job)
+        if why is not None and (submit <= st.now or why != REASON_SUBMIT):
+            raise ValueError(f"job {jid} rejected at submission: {why}")
         if submit <= st.now:
             self._arrive(job)
             self._after_submissions()
@@ -224,6 +252,28 @@ class Simulator:
                 r.backfill,
             )
         raise KeyError(f"unknown job {job_id}")
+
+    def reason(self, job_id: int) -> str:
+        """Why a job waits, as ``squeue -o %r`` says (``PartitionTimeLimit``, ``Dependency``,
+        ``BeginTime``, a QOS limit such as ``QOSMaxJobsPerUserLimit``, ``Resources`` for the
+        first job in the queue, else ``Priority``); why a rejected job was refused; "" for a
+        job that is not pending."""
+        st = self.state
+        if job_id in st.rejected:
+            return st.rejected[job_id]
+        job = st.pending.get(job_id)
+        if job is None:
+            if self._known(job_id):
+                return ""
+            raise KeyError(f"unknown job {job_id}")
+        if job.limit > self._max_time.get(job.part, math.inf):
+            return "PartitionTimeLimit"
+        if math.isnan(job.eligible):
+            return "BeginTime" if job.begin is not None and job.begin > st.now else "Dependency"
+        why = self._limit_reason(job) if self._run_limits else None
+        if why is not None:
+            return why
+        return "Resources" if st.order and st.order[0] is job else "Priority"
 
     def next_event_time(self) -> float:
         """Time of the next submission, job end or timer (inf when none remain)."""
@@ -292,6 +342,10 @@ class Simulator:
             return None
         self._refresh_priorities()
         order = st.order
+        if self._pools is not None:
+            est = self._walk_pools(order.index(job), False)
+            assert not isinstance(est, list)
+            return est
         return _backfill.estimate(order, order.index(job), self._map_params())
 
     def snapshot(self) -> bytes:
@@ -492,13 +546,22 @@ class Simulator:
         qos: float,
         exit_code: int,
     ) -> SimJob:
-        part = self.cfg.partition(partition) if partition else self._part_default
+        try:
+            part = self.cfg.partition(partition) if partition else self._part_default
+        except ConfigError as e:
+            raise ConfigError(f"job {jid}: {e}") from None
+        pools = self._pools
+        if pools is not None and not part.name:
+            raise ConfigError(
+                f"job {jid} names no partition and {self.cfg.source or 'the config'} has no "
+                "Default=YES partition"
+            )
         job = SimJob()
         job.id = jid
         job.seq = 0
         job.tidx = tidx
         job.units = int(units)
-        job.limit = float(min(limit, part.max_time))
+        job.limit = float(limit)
         job.runtime = float(runtime)
         job.user = int(user)
         job.group = int(group)
@@ -508,6 +571,9 @@ class Simulator:
         job.deps = deps
         job.has_singleton = any(d.kind == "singleton" for d in deps)
         job.part = part.name
+        if self._general:  # only then read (a snapshot of the plain case stays as small)
+            job.pool = pools.part_segs[part.name] if pools is not None else ()
+            job.alloc = None
         job.tier = part.priority_tier
         job.static = self.prio.static_part(job.units, part.priority_job_factor, qos)
         job.exit_code = exit_code
@@ -535,13 +601,20 @@ class Simulator:
             float(a.submit[i]),
             None,
             [],
-            "",
+            a.partitions[i] if a.partitions else "",
             0.0,
             int(a.exit_code[i]),
         )
 
     def _arrive(self, job: SimJob) -> None:
         st = self.state
+        if self._rejects:
+            why = self._reject_reason(job)
+            if why is not None:
+                self._reject(job, why)
+                return
+            if self.limits is not None:
+                self._use(job.user)[3] += 1
         st.seq += 1
         job.seq = st.seq
         job.submit = st.now
@@ -551,10 +624,93 @@ class Simulator:
         st.deps.add(job, self._fin_pos)
         self._check_eligible(job)
 
+    def _reject_reason(self, job: SimJob) -> str | None:
+        """Why Slurm 22.05 would refuse the job at submission, or None."""
+        pools = self._pools
+        if pools is not None and job.units > pools.part_size[job.part]:
+            return "Requested node configuration is not available"
+        if self.cfg.enforce_part_limits and job.limit > self._max_time.get(job.part, math.inf):
+            return "PartitionTimeLimit"
+        lim = self.limits
+        cap = lim.max_submit_jobs_per_user if lim is not None else None
+        if cap is not None and self._use(job.user)[3] >= cap:
+            return REASON_SUBMIT
+        return None
+
+    def _reject(self, job: SimJob, why: str) -> None:
+        """A job refused at submission: logged as CANCELLED, never started."""
+        st = self.state
+        st.rejected[job.id] = why
+        job.state = JobState.CANCELLED
+        self._fin_pos[job.id] = len(self._log)
+        self._log.append(
+            Record(
+                job.id,
+                job.tidx,
+                job.user,
+                job.units,
+                job.limit,
+                st.now,
+                _NAN,
+                _NAN,
+                st.now,
+                JobState.CANCELLED,
+                False,
+            )
+        )
+
+    def _use(self, user: int) -> list[int]:
+        """The user's [running jobs, nodes, CPUs, pending + running jobs] (QOS limits)."""
+        use = self.state.user_use.get(user)
+        if use is None:
+            use = self.state.user_use[user] = [0, 0, 0, 0]
+        return use
+
+    def _tres(self, job: SimJob) -> tuple[int, int]:
+        """The job's nodes and CPUs as QOS limits count them: on a CPU-counted cluster its
+        CPUs packed onto whole nodes; on a node-counted one its nodes times CPUs per node."""
+        if self.unit in ("cpus", "procs"):
+            per = self._cpus_per_node
+            return -(-job.units // per), job.units
+        return job.units, job.units * self._node_cpus
+
+    def _limit_reason(self, job: SimJob, extra: dict[int, list[int]] | None = None) -> str | None:
+        """The QOS limit that keeps ``job`` from starting now (``extra``: what jobs started
+        earlier in the same pass add per user), or None."""
+        lim = self.limits
+        if lim is None:
+            return None
+        use = self.state.user_use.get(job.user)
+        more = extra.get(job.user) if extra else None
+        jobs = (use[0] if use else 0) + (more[0] if more else 0)
+        if lim.max_jobs_per_user is not None and jobs + 1 > lim.max_jobs_per_user:
+            return REASON_JOBS
+        nodes, cpus = self._tres(job)
+        if lim.max_nodes_per_user is not None:
+            held = (use[1] if use else 0) + (more[1] if more else 0)
+            if held + nodes > lim.max_nodes_per_user:
+                return REASON_NODES
+        if lim.max_cpus_per_user is not None:
+            held = (use[2] if use else 0) + (more[2] if more else 0)
+            if held + cpus > lim.max_cpus_per_user:
+                return REASON_CPUS
+        return None
+
+    def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:
+        """Add (sign=1) or remove (-1) a running job to per-user counts ``extra``."""
+        nodes, cpus = self._tres(job)
+        use = extra.setdefault(job.user, [0, 0, 0, 0])
+        use[0] += sign
+        use[1] += sign * nodes
+        use[2] += sign * cpus
+
     def _check_eligible(self, job: SimJob) -> None:
-        """Make a pending job eligible when its begin time and dependencies allow."""
+        """Make a pending job eligible when its begin time and dependencies allow. A job
+        over its partition's MaxTime never is (PartitionTimeLimit)."""
         st = self.state
         now = st.now
+        if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
+            return
         if job.begin is not None and job.begin > now:
             self._push(job.begin, _TIMER, job)
             return
@@ -593,9 +749,11 @@ class Simulator:
         pos = self._fin_pos.get(job_id)
         return None if pos is None else self._log[pos]
 
-    def _start(self, job: SimJob, backfill: bool) -> None:
+    def _start(self, job: SimJob, backfill: bool, alloc: Alloc | None = None) -> None:
         st = self.state
         now = st.now
+        if self._general:
+            self._take(job, alloc)
         job.state = JobState.RUNNING
         job.start = now
         job.backfill = backfill
@@ -623,6 +781,8 @@ class Simulator:
         """A running job ended (completed, failed, timed out or cancelled)."""
         st = self.state
         st.free += job.units
+        if self._general:
+            self._give_back(job)
         ends = st.ends
         entry = (_round_end(job.start + job.limit, self.cfg.bf_resolution), job.seq, job.units)
         del ends[bisect_left(ends, entry)]
@@ -631,6 +791,8 @@ class Simulator:
 
     def _finish(self, job: SimJob, state: JobState, start: float, end: float) -> None:
         st = self.state
+        if self.limits is not None:
+            self._use(job.user)[3] -= 1
         job.state = state
         self._fin_pos[job.id] = len(self._log)
         self._log.append(
@@ -657,6 +819,32 @@ class Simulator:
             for w in deps.leave_group(job):
                 if w.id in st.pending and math.isnan(w.eligible) and w.has_singleton:
                     self._check_eligible(w)
+
+    def _take(self, job: SimJob, alloc: Alloc | None) -> None:
+        """A job starts on node pools or under QOS limits: take its units and count it."""
+        st = self.state
+        if self._pools is not None:
+            if alloc is None:
+                alloc = take(st.seg_free, job.pool, job.units)
+                if alloc is None:
+                    raise AssertionError(f"over-allocation starting job {job.id}")
+            else:
+                for s, u in alloc:
+                    st.seg_free[s] -= u
+                    if st.seg_free[s] < 0:
+                        raise AssertionError(f"over-allocation starting job {job.id}")
+            job.alloc = alloc
+        if self._run_limits:
+            self._count_start(job, st.user_use)
+
+    def _give_back(self, job: SimJob) -> None:
+        st = self.state
+        if job.alloc is not None:
+            for s, u in job.alloc:
+                st.seg_free[s] += u
+            job.alloc = None
+        if self._run_limits:
+            self._count_start(job, st.user_use, -1)
 
     def _remove_pending(self, job: SimJob) -> None:
         st = self.state
@@ -733,6 +921,9 @@ class Simulator:
     def _main_pass(self, depth: int) -> None:
         """Strict priority order: start what fits; a job that does not fit blocks its
         partition for the rest of the pass."""
+        if self._general:
+            self._main_pass_general(depth)
+            return
         st = self.state
         order = st.order
         blocked: set[str] = set()
@@ -755,6 +946,42 @@ class Simulator:
             for job in jobs:
                 self._start(job, backfill=False)
 
+    def _main_pass_general(self, depth: int) -> None:
+        """:meth:`_main_pass` on node pools or under QOS limits: a job held by a limit is
+        skipped and blocks nothing; a job fits when its partition's nodes hold it."""
+        st = self.state
+        order = st.order
+        pools = self._pools
+        seg_free = list(st.seg_free)
+        free = st.free
+        blocked: set[str] = set()
+        started: list[tuple[int, Alloc | None]] = []
+        extra: dict[int, list[int]] = {}
+        for i, job in enumerate(order[:depth]):
+            if job.part in blocked:
+                continue
+            if self._run_limits and self._limit_reason(job, extra) is not None:
+                continue
+            alloc: Alloc | None = None
+            if pools is not None:
+                alloc = take(seg_free, job.pool, job.units)
+                if alloc is None:
+                    blocked.add(job.part)
+                    continue
+            elif job.units > free:
+                blocked.add(job.part)
+                continue
+            free -= job.units
+            started.append((i, alloc))
+            if self._run_limits:
+                self._count_start(job, extra)
+        if started:
+            jobs = [(order[i], alloc) for i, alloc in started]
+            for i, _ in reversed(started):
+                del order[i]
+            for job, alloc in jobs:
+                self._start(job, False, alloc)
+
     def _map_params(self) -> MapParams:
         """The backfill map's inputs (sim/mapparams.py). Slurm's map is kept per node, so on
         a CPU-counted cluster a future reservation holds whole nodes (units per node > 1).
@@ -773,14 +1000,135 @@ class Simulator:
         (sim/_backfill.c)."""
         st = self.state
         self._refresh_priorities()
+        if self._pools is not None:
+            self._backfill_pools()
+            return
         order = st.order
-        idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
+        if self._run_limits:
+            idx = self._plan_limited()
+        else:
+            idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
         if idx:
             started = [order[i] for i in idx]
             for i in reversed(idx):
                 del order[i]
             for job in started:
                 self._start(job, backfill=True)
+
+    def _plan_limited(self) -> list[int]:
+        """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
+        in the walk (counting the jobs the pass starts before them) are left out, with no
+        reservation. The plan is redone without the first job a limit holds until none is
+        held: the walk before that job is unchanged, so this is the walk in order."""
+        order = self.state.order
+        cand = [
+            i
+            for i, job in enumerate(order[: self.cfg.bf_max_job_test])
+            if self._limit_reason(job) is None
+        ]
+        while True:
+            jobs = [order[i] for i in cand]
+            idx = _backfill.plan(jobs, len(jobs), self._map_params())
+            extra: dict[int, list[int]] = {}
+            for k in idx:
+                if self._limit_reason(jobs[k], extra) is not None:
+                    del cand[k]
+                    break
+                self._count_start(jobs[k], extra)
+            else:
+                return [cand[k] for k in idx]
+
+    def _segment_map(
+        self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]
+    ) -> SegmentMap:
+        """The backfill map per node-pool segment from ``free`` units now and the running
+        jobs (and ``extra_ends``: the jobs this pass started)."""
+        st, cfg = self.state, self.cfg
+        res = cfg.bf_resolution
+        ends = [
+            (_round_end(j.start + j.limit, res), j.seq, j.alloc or []) for j in st.running.values()
+        ]
+        ends.extend(extra_ends)
+        ends.sort(key=lambda e: (e[0], e[1]))
+        return SegmentMap(
+            st.now,
+            free,
+            ends,
+            st.now + cfg.bf_window,
+            max(cfg.bf_resolution, 1.0),
+            WILL_RUN_WINDOW,
+            float(cfg.bf_window_linear),
+            self.epoch,
+        )
+
+    def _walk_pools(self, stop: int, start_now: bool) -> list[tuple[int, Alloc]] | float | None:
+        """The backfill walk on node pools over ``order[:stop]``: with ``start_now``, the
+        jobs it starts now (index, allocation); else ``squeue --start`` of ``order[stop]``
+        (reservations of every job before it, then its earliest start, or None)."""
+        st = self.state
+        order = st.order
+        now = st.now
+        res = self.cfg.bf_resolution
+        per_node = self._cpus_per_node
+        pools = self._pools
+        assert pools is not None
+        started: list[tuple[int, Alloc]] = []
+        held: list[tuple[float, float, Alloc]] = []
+        new_ends: list[tuple[float, int, Alloc]] = []
+        free = list(st.seg_free)
+        extra: dict[int, list[int]] = {}
+        last = stop - 1
+        if start_now:  # past the last job that fits now, nothing can start
+            last = -1
+            for i in range(stop):
+                job = order[i]
+                if sum(free[s] for s in job.pool) >= job.units:
+                    last = i
+            if last < 0:
+                return started
+        smap = self._segment_map(free, new_ends)
+        for i in range(last + 1 if start_now else stop + 1):
+            job = order[i]
+            if start_now and self._run_limits and self._limit_reason(job, extra) is not None:
+                continue
+            fit = smap.fit(job.pool, job.units, job.limit)
+            if not start_now and i == stop:
+                return None if fit is None else fit[0]
+            if fit is None:
+                continue
+            t, caps = fit
+            if t == now and start_now:
+                alloc = spread(job.pool, caps, job.units)
+                started.append((i, alloc))
+                new_ends.append((_round_end(now + job.limit, res), job.seq, alloc))
+                if self._run_limits:
+                    self._count_start(job, extra)
+                for s, u in alloc:
+                    free[s] -= u
+                smap = self._segment_map(free, new_ends)
+                for r in held:
+                    smap.reserve(*r)
+            else:
+                # a reservation holds whole nodes on a CPU-counted cluster (as the compiled
+                # core does, the rounding may take more than is free)
+                want = min(-(-job.units // per_node) * per_node, pools.part_size[job.part])
+                r = (t, job.limit, spread(job.pool, caps, want))
+                held.append(r)
+                smap.reserve(*r)
+        return started
+
+    def _backfill_pools(self) -> None:
+        """:meth:`_backfill_pass` on node pools (sim/pools.py)."""
+        order = self.state.order
+        stop = min(len(order), self.cfg.bf_max_job_test)
+        plan = self._walk_pools(stop, True)
+        assert isinstance(plan, list)
+        if plan:
+            jobs = [(order[i], alloc) for i, alloc in plan]
+            for i, _ in reversed(plan):
+                del order[i]
+            for job, alloc in jobs:
+                self._start(job, True, alloc)
 
 
 def will_run_start(
@@ -827,12 +1175,13 @@ def _round_end(t: float, res: float) -> float:
 class _TraceArrays:
     """The trace as plain arrays the event loop indexes (shared, never copied)."""
 
-    def __init__(self, trace: Trace | None, total_units: int) -> None:
+    def __init__(self, trace: Trace | None, total_units: int, partitioned: bool) -> None:
         if trace is None or len(trace) == 0:
             self.n = 0
             self.max_id = 0
             self.submit = np.empty(0)
             self.names: list[str] = []
+            self.partitions: list[str] = []
             return
         self.n = len(trace)
         self.job_id = trace.job_id
@@ -844,4 +1193,6 @@ class _TraceArrays:
         self.group = trace.group
         self.exit_code = trace.exit_code
         self.names = trace.names
+        # trace partitions matter only where the config defines partitions
+        self.partitions = trace.partitions if partitioned else []
         self.max_id = int(trace.job_id.max())

@@ -1,7 +1,9 @@
 """``hpcsim replay``: replay a trace through the simulator, report and plot.
 
-Without ``--nodes`` the cluster size is the trace's stored calibration (``hpcsim
-calibrate``), else the trace's own (SWF ``MaxProcs``), else the largest job. When the trace
+Without ``--nodes`` the cluster size is that of the partitions' node pools when the
+``--slurm-conf`` splits the cluster (``PartitionName=... Nodes=...``), else the trace's
+stored calibration (``hpcsim calibrate``), else the trace's own (SWF ``MaxProcs``), else the
+largest job. ``--qos-limits`` sets per-user QOS limits (sim/limits.py). When the trace
 records start times the report sets the simulated waits beside the recorded ones.
 """
 
@@ -18,7 +20,9 @@ from rich.table import Table
 
 from hpcbase.config import ConfigError
 from sim.config import SlurmConfig
+from sim.limits import QosLimits
 from sim.phases import PhaseTimer, gc_paused
+from sim.pools import Pools
 from sim.report import compare, plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError
 from sim.traces.read import read_trace
@@ -43,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="cluster size in the trace's units (nodes or processors); "
         "default: the trace's stored calibration, else its own size",
+    )
+    p.add_argument(
+        "--qos-limits",
+        metavar="FILE|LIMITS",
+        help="per-user QOS limits: a file of sacctmgr Key=Value pairs, or the pairs themselves "
+        "('MaxJobsPerUser=4 MaxTRESPerUser=node=8'); docs/simulator.md",
     )
     p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
     p.add_argument(
@@ -73,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]
     """The cluster size (and config) to replay with, and where it came from."""
     size_from = "--nodes" if total else ""
+    if total is None and Pools.active(cfg):
+        total = cfg.cpus if trace.unit in ("cpus", "procs") else cfg.nodes
+        size_from = f"the partitions' Nodes= in {cfg.source}"
     if total is None and not args.no_calibration:
         from sim.calibration import load, with_knobs
 
@@ -89,6 +102,26 @@ def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped
 
         total, size_from = default_total_units(), "the embedded trace's default"
     return total, cfg, size_from
+
+
+def _qos_limits(arg: str | None) -> QosLimits | None:
+    """``--qos-limits``: a file, or the ``Key=Value`` pairs themselves."""
+    if not arg:
+        return None
+    if "=" in arg and not Path(arg).exists():
+        return QosLimits.from_text(arg, "--qos-limits")
+    return QosLimits.from_file(arg)
+
+
+def _note_held(sim, console: Console) -> None:  # type: ignore[no-untyped-def]
+    """Jobs rejected at submission and jobs a limit keeps pending for ever, by reason."""
+    counts: dict[str, int] = {}
+    whys = [f"rejected at submission: {why}" for why in sim.state.rejected.values()]
+    whys += [f"still pending: {sim.reason(jid)}" for jid in sim.state.pending]
+    for why in whys:
+        counts[why] = counts.get(why, 0) + 1
+    for why, n in sorted(counts.items()):
+        console.print(f"[cyan]note:[/cyan] {n} jobs {why}", soft_wrap=True)
 
 
 def _report_table(title: str, summary, comparison, speed: str) -> Table:  # type: ignore[no-untyped-def]
@@ -126,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cfg = SlurmConfig.from_file(args.slurm_conf) if args.slurm_conf else SlurmConfig()
             trace = read_trace(path, fmt=args.format, strict=args.strict, cache=not args.no_cache)
+            limits = _qos_limits(args.qos_limits)
         except (TraceError, ConfigError) as e:
             console.print(f"[red]error:[/red] {e}", soft_wrap=True)
             return 2
@@ -143,12 +177,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sim.engine import Simulator
 
     try:
-        sim = Simulator(trace, cfg, total_units=total)
+        sim = Simulator(trace, cfg, total_units=total, limits=limits)
+        with timer.phase("simulate"), gc_paused():
+            sim.run(progress=not args.no_progress and sys.stderr.isatty())
+    except ConfigError as e:
+        console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        return 2
     except ValueError as e:
         console.print(f"[red]error:[/red] {e} (use --nodes)", soft_wrap=True)
         return 2
-    with timer.phase("simulate"), gc_paused():
-        sim.run(progress=not args.no_progress and sys.stderr.isatty())
+    _note_held(sim, console)
     elapsed = timer.phases[-1].wall_s
     with timer.phase("report"):
         df = schedule_frame(sim)

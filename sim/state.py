@@ -42,6 +42,8 @@ class SimJob:
         "key",
         "backfill",
         "has_singleton",
+        "pool",
+        "alloc",
     )
 
     id: int
@@ -69,6 +71,9 @@ class SimJob:
     prio: int
     key: tuple[int, int, int]
     backfill: bool
+    # set only with node pools or QOS limits (Simulator._general):
+    pool: tuple[int, ...]  # its partition's node-pool segments (sim/pools.py); () = no pools
+    alloc: list[tuple[int, int]] | None  # (segment, units) it holds while running, on pools
 
     def sort_key(self) -> tuple[int, int, int]:
         return self.key
@@ -108,3 +113,7 @@ class SimState:
     bf_ran_at: float = -math.inf
     main_ran_at: float = -math.inf
     kick_at: float = -math.inf  # the pending delayed main-scheduler run (batch_sched_delay)
+    seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment
+    # per user, for QOS limits: [running jobs, nodes, CPUs, pending + running jobs]
+    user_use: dict[int, list[int]] = field(default_factory=dict)
+    rejected: dict[int, str] = field(default_factory=dict)  # job id -> why it was rejected

@@ -23,7 +23,7 @@ from hpcbase.atomic import atomic_write
 from sim.traces.model import Trace, TraceWarning
 
 #: Bump when the parsed form or the readers' rules change.
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 #: Smaller files are parsed every time (parsing them takes milliseconds).
 MIN_BYTES = 1 << 20
 ENV_DIR = "HPCSIM_CACHE_DIR"
@@ -122,6 +122,8 @@ def _to_table(trace: Trace, key: str, pa):  # noqa: ANN001, ANN202 - pyarrow is 
     has_names = any(trace.names)
     if has_names:
         columns["names"] = pa.array(trace.names, type=pa.string())
+    if trace.partitions:
+        columns["partitions"] = pa.array(trace.partitions, type=pa.string())
     meta = {
         "key": key,
         "digest": trace.digest,
@@ -142,9 +144,12 @@ def _from_table(table, meta: dict, name: str) -> Trace:  # noqa: ANN001 - pyarro
     arrays = {k: table.column(k).to_numpy().astype(t, copy=False) for k, t in _ARRAYS.items()}
     n = table.num_rows
     names = table.column("names").to_pylist() if meta["has_names"] else [""] * n
+    has_parts = "partitions" in table.column_names
+    parts = table.column("partitions").to_pylist() if has_parts else []
     return Trace(
         **arrays,
         names=names,
+        partitions=parts,
         unit=meta["unit"],
         total_units=meta["total_units"],
         start_epoch=float(meta["start_epoch"]),

@@ -2,8 +2,8 @@
 
 Header required (names case-insensitive, any order, extra columns ignored):
 ``job_id, user, submit, start, end, nodes|gpus, limit``; optional ``group``, ``name``,
-``exit_code``. Times are ISO 8601 (naive ones read in ``tz``, default UTC) or Unix seconds.
-``limit`` is seconds (a bare number) or a Slurm duration (``1:00:00``, ``2-00:00:00``,
+``exit_code``, ``partition``. Times are ISO 8601 (naive ones read in ``tz``, default UTC) or
+Unix seconds. ``limit`` is seconds (a bare number) or a Slurm duration (``1:00:00``, ``2-00:00:00``,
 ``UNLIMITED``). Empty/``Unknown`` start or end: the job never ran and is skipped (counted).
 """
 
@@ -71,6 +71,7 @@ def read_csv_trace(
             "group",
             "exit",
             "name",
+            "partition",
         )
     }
     width = len(header)
@@ -108,6 +109,7 @@ def read_csv_trace(
         exit_code=np.array(out["exit"], dtype=np.int64),
         recorded_start=np.array(out["start"]),
         names=out["name"],
+        partitions=out["partition"],
         total_units=total_units,
         limit_factor=limit_factor,
     )
@@ -166,3 +168,4 @@ def _parse_row(
     out["group"].append(get("group"))
     out["exit"].append(exit_code)
     out["name"].append(get("name"))
+    out["partition"].append(get("partition"))

@@ -53,7 +53,9 @@ class Trace:
     requested wall-clock limit in seconds and ``runtime`` what the job really ran.
     ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown).
     ``user``/``group`` are integer codes; ``user_names``/``group_names`` map codes back to names.
-    ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none).
+    ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none),
+    ``partitions`` each job's partition (SWF queue number, sacct ``Partition``, CSV
+    ``partition``; "" for the default one), or is empty when the trace names none.
     ``notes`` says what the reader inferred about the whole file (absolute SWF times, a
     machine size taken from the largest job); ``digest`` is the SHA-256 of the file's bytes
     (set by :func:`~sim.traces.read.read_trace`, "" for traces built in memory).
@@ -79,6 +81,7 @@ class Trace:
     group_names: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     digest: str = ""
+    partitions: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.job_id.shape[0])
@@ -87,7 +90,8 @@ class Trace:
         """A trace of the jobs where ``mask`` is true (keeps metadata and warnings)."""
         idx = np.flatnonzero(mask)
         arrays = {name: getattr(self, name)[idx] for name in ARRAY_FIELDS}
-        return replace(self, names=[self.names[i] for i in idx], **arrays)
+        parts = [self.partitions[i] for i in idx] if self.partitions else []
+        return replace(self, names=[self.names[i] for i in idx], partitions=parts, **arrays)
 
     def window(self, t0: float, t1: float) -> Trace:
         """Jobs submitted in ``[t0, t1)`` seconds (relative times, not re-based)."""

@@ -40,6 +40,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "id": ("jobidraw", "jobid"),
     "shown_id": ("jobid",),
     "name": ("jobname",),
+    "partition": ("partition",),
     "user": ("user", "uid"),
     "group": ("group", "gid"),
     "submit": ("submit",),
@@ -131,6 +132,7 @@ def read_sacct(
         exit_code=np.array(rows.exit),
         recorded_start=np.array(rows.start),
         names=rows.name,
+        partitions=rows.partition,
         total_units=total_units,
         limit_factor=limit_factor,
     )
@@ -151,6 +153,7 @@ class _Rows:
         self.group: list[str] = []
         self.exit: list[int] = []
         self.name: list[str] = []
+        self.partition: list[str] = []
 
     def job_ids(self) -> np.ndarray:
         """Plain ids as they are; the others numbered after the largest, in file order."""
@@ -294,6 +297,8 @@ def _parse_row(
     rows.group.append(f[col["group"]].strip() if "group" in col else "")
     rows.exit.append(exit_code)
     rows.name.append(f[col["name"]].strip() if "name" in col else "")
+    # a job submitted to several partitions ran in the first sacct names
+    rows.partition.append(f[col["partition"]].strip().split(",")[0] if "partition" in col else "")
 
 
 def _int(text: str, what: str) -> int:

@@ -70,6 +70,7 @@ FAST_PATHS = True
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _HEADER = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][A-Za-z0-9_ ]*?)[ \t]*:([^\n]*)$", re.M)
 _COMMENT = re.compile(r"^[ \t]*;[^\n]*", re.M)
+QUEUE = 14  # "queue number" (0-based field index)
 # Field indices (0-based) used here.
 JOB, SUBMIT, WAIT, RUN, ALLOC, REQ_PROCS, REQ_TIME, STATUS, USER, GROUP = (
     0,
@@ -349,10 +350,21 @@ def _build(
         exit_code=np.where((status == 0) | (status == 5), 1, 0),
         recorded_start=np.where(wait >= 0, t[:, SUBMIT] + wait, np.nan),
         names=[],
+        partitions=_queues(t),
         epoch_base=float(epoch),
         total_units=total_units,
         limit_factor=limit_factor,
     )
+
+
+def _queues(t: np.ndarray) -> list[str]:
+    """Field 15, the queue number, as each job's partition name ("" where -1: unknown)."""
+    if t.shape[1] <= QUEUE:
+        return []
+    q = t[:, QUEUE]
+    if not (q >= 0).any():
+        return []
+    return ["" if v < 0 else str(int(v)) for v in q.tolist()]
 
 
 def _iso(t: float) -> str:

@@ -43,3 +43,33 @@ def test_simulator_keeps_real_slurms_order_and_reservation(tmp_path: Path) -> No
     diffs = sorted(abs(sim[name] - real[name]) for name in real)
     assert diffs[len(diffs) // 2] <= 2.0, {n: sim[n] - real[n] for n in real}
     assert diffs[-1] <= 5.0, {n: sim[n] - real[n] for n in real}
+
+
+def test_partition_tier_and_maxtime_as_real_slurm(tmp_path: Path) -> None:
+    # Two CPUs; three partitions on the one node (so no node pools): debug (default), high
+    # (PriorityTier=2) and short (MaxTime=1 minute). A fills the node for 15 s; B (debug) and
+    # then C (high) want both CPUs: C starts first, at A's end, B after C. D asks short for
+    # 2 minutes: pending for ever (PartitionTimeLimit, EnforcePartLimits=NO by default),
+    # then cancelled by the runner. Node pools and QOS limits cannot be checked here: one
+    # node, no slurmdbd (docs/simulator.md).
+    extra = tmp_path / "sched.conf"
+    extra.write_text(
+        "SchedulerParameters=bf_interval=1,bf_resolution=1\n"
+        "PartitionName=high Nodes=ALL PriorityTier=2 State=UP\n"
+        "PartitionName=short Nodes=ALL MaxTime=1 State=UP\n"
+    )
+    jobs = [
+        WorkloadJob("A", 2, 60, 15),
+        WorkloadJob("B", 2, 60, 3, submit_offset_s=1),
+        WorkloadJob("C", 2, 60, 3, submit_offset_s=2, partition="high"),
+        WorkloadJob("D", 1, 120, 3, submit_offset_s=3, partition="short"),
+    ]
+    conf = tmp_path / "slurm.conf"
+    rows = run_workload(jobs, extra, cpus=2, conf_out=conf, progress=False)
+    real = {r["name"]: r["start"] for r in rows}
+    assert real["D"] is None and real["A"] < real["C"] < real["B"]
+    sim = simulate(jobs, rows, conf)
+    assert sim["D"] != sim["D"]  # NaN: never started
+    assert sim["A"] < sim["C"] < sim["B"]
+    diffs = sorted(abs(sim[n] - float(real[n])) for n in "ABC")  # type: ignore[arg-type]
+    assert diffs[1] <= 2.0 and diffs[-1] <= 5.0, {n: sim[n] - float(real[n]) for n in "ABC"}

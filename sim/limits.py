@@ -1,0 +1,126 @@
+"""Per-user limits of a QOS, as a site sets them with ``sacctmgr`` (they live in Slurm's
+accounting database, not in ``slurm.conf``).
+
+The simulator takes one set of limits that applies to every job (the site's default QOS,
+``normal``): ``QosLimits(...)`` on the Python API, or a small file for ``hpcsim replay
+--qos-limits FILE``, with ``sacctmgr``'s own names as ``Key=Value`` pairs (several per line,
+``#`` comments)::
+
+    # sacctmgr modify qos normal set MaxJobsPerUser=4 MaxTRESPerUser=node=8
+    MaxJobsPerUser=4 MaxTRESPerUser=node=8,cpu=512
+    MaxSubmitJobsPerUser=50
+
+A value of ``-1`` clears a limit, as in ``sacctmgr``. Unknown keys are errors (a typo would
+otherwise silently drop a limit).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcbase.config import ConfigError, read_config
+
+#: Slurm's pending reasons for the limits (``squeue -o %r``).
+REASON_JOBS = "QOSMaxJobsPerUserLimit"
+REASON_NODES = "QOSMaxNodePerUserLimit"
+REASON_CPUS = "QOSMaxCpuPerUserLimit"
+REASON_SUBMIT = "QOSMaxSubmitJobPerUserLimit"
+
+
+@dataclass(frozen=True, slots=True)
+class QosLimits:
+    """Per-user limits; ``None`` is no limit.
+
+    ``max_jobs_per_user``: running jobs (``MaxJobsPerUser``); ``max_nodes_per_user`` /
+    ``max_cpus_per_user``: nodes / CPUs held by running jobs (``MaxTRESPerUser=node=N`` /
+    ``cpu=N``); ``max_submit_jobs_per_user``: pending plus running jobs at submission
+    (``MaxSubmitJobsPerUser``; a job over it is rejected)."""
+
+    max_jobs_per_user: int | None = None
+    max_nodes_per_user: int | None = None
+    max_cpus_per_user: int | None = None
+    max_submit_jobs_per_user: int | None = None
+
+    @property
+    def any(self) -> bool:
+        """Whether any limit is set."""
+        return any(
+            v is not None
+            for v in (
+                self.max_jobs_per_user,
+                self.max_nodes_per_user,
+                self.max_cpus_per_user,
+                self.max_submit_jobs_per_user,
+            )
+        )
+
+    @property
+    def run_limited(self) -> bool:
+        """Whether a limit on running jobs is set (the schedulers check those)."""
+        return any(
+            v is not None
+            for v in (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user)
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> QosLimits:
+        return cls.from_text(read_config(path, "QOS limits file"), str(path))
+
+    @classmethod
+    def from_text(cls, text: str, name: str = "<qos limits>") -> QosLimits:
+        """``Key=Value`` pairs (see the module's docstring); errors name ``name``:line."""
+        values: dict[str, int | None] = {}
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            where = f"{name}:{lineno}"
+            try:
+                tokens = shlex.split(line)
+            except ValueError as e:
+                raise ConfigError(f"{where}: {e}") from None
+            for tok in tokens:
+                key, eq, value = tok.partition("=")
+                if not eq:
+                    raise ConfigError(f"{where}: expected Key=Value, got {tok!r}")
+                _apply(values, key.strip(), value.strip(), where)
+        return cls(**values)
+
+
+_SIMPLE = {
+    "maxjobsperuser": "max_jobs_per_user",
+    "maxsubmitjobsperuser": "max_submit_jobs_per_user",
+}
+_TRES = {"node": "max_nodes_per_user", "cpu": "max_cpus_per_user"}
+
+
+def _count(value: str, where: str, key: str) -> int | None:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{where}: {key}: expected a whole number, got {value!r}") from None
+    if n < -1:
+        raise ConfigError(f"{where}: {key}: must be >= 0 (or -1: no limit), got {n}")
+    return None if n == -1 else n
+
+
+def _apply(values: dict[str, int | None], key: str, value: str, where: str) -> None:
+    k = key.lower()
+    if k in _SIMPLE:
+        values[_SIMPLE[k]] = _count(value, where, key)
+    elif k == "maxtresperuser":
+        for item in value.split(","):
+            tres, eq, n = item.strip().partition("=")
+            field = _TRES.get(tres.lower())
+            if not eq or field is None:
+                raise ConfigError(
+                    f"{where}: {key}: expected node=N and/or cpu=N, got {item.strip()!r}"
+                )
+            values[field] = _count(n, where, f"{key} {tres}")
+    else:
+        raise ConfigError(
+            f"{where}: unknown limit {key!r} (known: MaxJobsPerUser, MaxTRESPerUser, "
+            "MaxSubmitJobsPerUser)"
+        )

@@ -168,7 +168,8 @@ def test_moe_gate_routes_and_a_collapsed_gate_is_caught(tiny_data):
     from mirage.agents import moe_dqn
     from mirage.train import train_hindsight
 
-    model, _ = train_hindsight("moe-dqn", tiny_data, tiny_data, seed=0)
+    # 288 decisions are few for four 128x128 experts: more passes than the default's 12
+    model, _ = train_hindsight("moe-dqn", tiny_data, tiny_data, seed=0, iterations=30)
     slices = moe_dqn.time_slices(tiny_data, 4)
     usage = moe_dqn.gate_usage(model, tiny_data, groups=slices)
     assert not moe_dqn.collapsed(usage), usage

@@ -642,6 +642,19 @@ class Simulator:
         st = self.state
         st.rejected[job.id] = why
         job.state = JobState.CANCELLED
+        self._log_job(job, st.now, _NAN, _NAN, st.now, JobState.CANCELLED, False)
+
+    def _log_job(
+        self,
+        job: SimJob,
+        submit: float,
+        eligible: float,
+        start: float,
+        end: float,
+        state: JobState,
+        backfill: bool,
+    ) -> None:
+        """Append a finished (or rejected) job's record to the log."""
         self._fin_pos[job.id] = len(self._log)
         self._log.append(
             Record(
@@ -650,12 +663,12 @@ class Simulator:
                 job.user,
                 job.units,
                 job.limit,
-                st.now,
-                _NAN,
-                _NAN,
-                st.now,
-                JobState.CANCELLED,
-                False,
+                submit,
+                eligible,
+                start,
+                end,
+                state,
+                backfill,
             )
         )
 
@@ -794,22 +807,7 @@ class Simulator:
         if self.limits is not None:
             self._use(job.user)[3] -= 1
         job.state = state
-        self._fin_pos[job.id] = len(self._log)
-        self._log.append(
-            Record(
-                job.id,
-                job.tidx,
-                job.user,
-                job.units,
-                job.limit,
-                job.submit,
-                job.eligible,
-                start,
-                end,
-                state,
-                job.backfill,
-            )
-        )
+        self._log_job(job, job.submit, job.eligible, start, end, state, job.backfill)
         deps = st.deps
         if job.id in deps.waiters:
             for w in deps.finished_waiters(job.id):

@@ -373,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import sys
 
     from mirage.envs.options import add_world_args, build_world, unit_sizes
+    from mirage.eval import array as slurm_array
 
     p = argparse.ArgumentParser(prog="mirage dataset", description=main.__doc__)
     add_world_args(p)
@@ -388,10 +389,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--out", required=True, help="FILE.parquet (and FILE.hist.parquet)")
     p.add_argument("--no-progress", action="store_true")
+    slurm_array.add_array_args(p, "the chains")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    shard, options = slurm_array.check_array_args(p, args, args.episodes)
     if args.episodes <= 0:
         p.error("--episodes must be positive")
-    if not args.out.endswith(".parquet"):
+    if shard is None and not args.out.endswith(".parquet"):
         p.error("--out must end in .parquet")
     sizes = unit_sizes(args.total_units)
     if len(sizes) != 1:
@@ -404,7 +408,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.split not in world.splits:
         p.error(f"unknown split {args.split!r}; have {', '.join(world.splits)}")
     starts = sample_starts(world, args.split, args.episodes, chain_units, args.seed)
-    recs = collect(world, starts, args.decision_interval, args.jobs, progress=not args.no_progress)
+    progress = not args.no_progress
+    if shard is not None:  # one task of a --slurm-array run
+        mine = [list(starts[k]) for k in slurm_array.shard_indices(len(starts), shard[1], shard[0])]
+        recs = collect(world, [(t, int(u)) for t, u in mine], args.decision_interval, args.jobs)
+        slurm_array.write_shard(Path(args.out), *shard, mine, recs)
+        return 0
+    if args.slurm_array is not None:
+        try:
+            recs = _collect_on_slurm(args, argv, starts, options)
+        except RuntimeError as exc:
+            print(f"mirage dataset: {exc}", file=sys.stderr)
+            return 1
+    else:
+        recs = collect(world, starts, args.decision_interval, args.jobs, progress=progress)
     meta = dataset_meta(
         world, args.split, args.episodes, args.seed, args.decision_interval, chain_units
     )
@@ -416,3 +433,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     save(data, args.out)
     print(f"{args.out}: {data.episodes} chains, {len(data)} decisions", file=sys.stderr)
     return 0
+
+
+def _collect_on_slurm(
+    args: Any, argv: list[str], starts: Sequence[tuple[float, int]], options: dict[str, object]
+) -> list[dict[str, Any]]:
+    """The records of every chain, labelled by a Slurm job array (one shard per task), in
+    the order of ``starts``."""
+    import sys
+
+    from hpcbase.slurm import SlurmError, get_client
+    from mirage.eval import array as slurm_array
+
+    out = Path(args.out).resolve()
+    try:
+        recs = slurm_array.run_array(
+            get_client(min_interval=args.slurm_poll),
+            [sys.executable, "-m", "mirage.dataset", *argv],
+            [list(s) for s in starts],
+            args.slurm_array,
+            out.with_name(out.stem + ".shards"),
+            options,
+            args.slurm_poll,
+            not args.no_progress,
+        )
+    except SlurmError as exc:
+        raise RuntimeError(str(exc)) from None
+    order = {(float(t), int(u)): i for i, (t, u) in reversed(list(enumerate(starts)))}
+    return sorted(recs, key=lambda r: order[(float(r["t0"]), int(r["units"]))])
+
+
+if __name__ == "__main__":  # the tasks of a --slurm-array run
+    raise SystemExit(main())

@@ -1,13 +1,15 @@
-"""``mirage eval --slurm-array N``: the seeded episodes split into N shards, one Slurm array task
-each (through :mod:`hpcbase.slurm`), merged back into the local pool's rows.
+"""``mirage eval --slurm-array N`` and ``mirage dataset --slurm-array N``: the seeded episodes
+split into N shards, one Slurm array task each (through :mod:`hpcbase.slurm`), merged back
+into what the local pool would give.
 
-Each task runs ``python -m mirage.eval.cli ... --shard I/N --out OUT/shards`` and writes
+Each task runs the same command with ``--shard I/N --out SHARD_DIR`` and writes
 ``shard-I-of-N.json`` atomically; the parent waits for the array (throttled polls of
 ``recent_jobs``), then checks every shard against its own episode list and merges them.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import sys
@@ -26,6 +28,56 @@ LOG_PATTERN = "task-%A_%a.log"
 
 class ArrayError(RuntimeError):
     """A sharded evaluation could not run or a task failed; the message says which and why."""
+
+
+def add_array_args(p: argparse.ArgumentParser, what: str) -> None:
+    """The ``--slurm-array``, ``--sbatch-option`` and ``--slurm-poll`` options (and the
+    hidden ``--shard`` of one task)."""
+    p.add_argument(
+        "--slurm-array",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"run {what} as N shards of one Slurm array job, then merge",
+    )
+    p.add_argument(
+        "--sbatch-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra sbatch option for the array, e.g. time=2:00:00 (repeatable)",
+    )
+    p.add_argument(
+        "--slurm-poll",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds between polls of the array's state (default 10)",
+    )
+    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # I/N: one array task
+
+
+def check_array_args(
+    p: argparse.ArgumentParser, args: argparse.Namespace, episodes: int
+) -> tuple[tuple[int, int] | None, dict[str, object]]:
+    """This task's shard (None outside an array task) and the sbatch options; exits with
+    a usage error naming the option on a bad value."""
+    shard = None
+    try:
+        if args.shard is not None:
+            shard = parse_shard(args.shard)
+        options = parse_sbatch_options(args.sbatch_option)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.slurm_array is not None and shard is None:
+        if not 1 <= args.slurm_array <= episodes:
+            p.error(
+                f"--slurm-array: expected 1 .. --episodes ({episodes}) shards, "
+                f"got {args.slurm_array}"
+            )
+        if args.slurm_poll <= 0:
+            p.error("--slurm-poll must be positive")
+    return shard, options
 
 
 def shard_indices(episodes: int, shards: int, index: int) -> list[int]:
@@ -66,7 +118,7 @@ def shard_path(folder: Path, index: int, shards: int) -> Path:
 
 
 def write_shard(
-    folder: Path, index: int, shards: int, starts: Sequence[float], rows: list[dict[str, Any]]
+    folder: Path, index: int, shards: int, starts: Sequence[Any], rows: list[dict[str, Any]]
 ) -> Path:
     """The raw rows of one shard, with the starts it played, written atomically."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -76,7 +128,7 @@ def write_shard(
     return path
 
 
-def read_shard(folder: Path, index: int, shards: int, starts: Sequence[float]) -> list[dict]:
+def read_shard(folder: Path, index: int, shards: int, starts: Sequence[Any]) -> list[dict]:
     """One shard's rows; ArrayError when missing, unreadable or for other episodes."""
     path = shard_path(folder, index, shards)
     try:
@@ -107,7 +159,7 @@ def submit_array(
     shard_dir.mkdir(parents=True, exist_ok=True)
     for old in shard_dir.glob("shard-*-of-*.json"):  # never merge a previous run's shards
         old.unlink()
-    name = f"mirage-eval-{uuid.uuid4().hex[:8]}"
+    name = f"mirage-array-{uuid.uuid4().hex[:8]}"
     opts: dict[str, object] = {
         "J": name,
         "output": str(shard_dir / LOG_PATTERN),
@@ -152,7 +204,7 @@ def _log_tail(path: Path, lines: int = 5) -> str:
 def run_array(
     client: SlurmClient,
     command: Sequence[str],
-    starts: Sequence[float],
+    starts: Sequence[Any],
     shards: int,
     shard_dir: Path,
     options: Mapping[str, object] | None = None,

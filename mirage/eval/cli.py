@@ -39,45 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--decision-interval", type=float, default=DECISION_INTERVAL)
     p.add_argument("--out", default="eval-results", help="output folder")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument(
-        "--slurm-array",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run the episodes as N shards of one Slurm array job, then merge",
-    )
-    p.add_argument(
-        "--sbatch-option",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="extra sbatch option for the array, e.g. time=2:00:00 (repeatable)",
-    )
-    p.add_argument(
-        "--slurm-poll",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="seconds between polls of the array's state (default 10)",
-    )
-    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # I/N: one array task
+    eval_array.add_array_args(p, "the episodes")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
-    shard = None
-    try:
-        if args.shard is not None:
-            shard = eval_array.parse_shard(args.shard)
-        sbatch_options = eval_array.parse_sbatch_options(args.sbatch_option)
-    except ValueError as exc:
-        p.error(str(exc))
-    if args.slurm_array is not None and shard is None:
-        if not 1 <= args.slurm_array <= args.episodes:
-            p.error(
-                f"--slurm-array: expected 1 .. --episodes ({args.episodes}) shards, "
-                f"got {args.slurm_array}"
-            )
-        if args.slurm_poll <= 0:
-            p.error("--slurm-poll must be positive")
+    shard, sbatch_options = eval_array.check_array_args(p, args, args.episodes)
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     if "reactive" not in specs:
         specs.insert(0, "reactive")

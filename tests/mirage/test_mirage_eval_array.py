@@ -133,3 +133,41 @@ def test_failed_task_is_named_with_its_log(slurm_cluster, tmp_path):
     assert "1 of 2 tasks failed" in msg and "FAILED=1" in msg
     assert "task 1 (job " in msg and "task 0" not in msg
     assert "_1.log" in msg and "boom" in msg
+
+
+@pytest.mark.slurm
+def test_dataset_array_equals_local_labels(slurm_cluster, tmp_path):
+    """``mirage dataset --slurm-array``: the chains labelled by array tasks, merged in
+    order, are the local run's labels exactly."""
+    import numpy as np
+
+    import sim.data
+    from mirage import dataset as ds
+
+    def args(out: Path, *extra: str) -> list[str]:
+        return [
+            "--trace",
+            str(sim.data.default_trace_path()),
+            "--train-range",
+            "2023-01-03:2023-01-14",
+            "--split",
+            "train",
+            "--episodes",
+            "3",
+            "--chain-sizes",
+            "1,2",
+            "--no-progress",
+            "--out",
+            str(out),
+            *extra,
+        ]
+
+    assert ds.main(args(tmp_path / "local.parquet")) == 0
+    slurm = ["--slurm-array", "2", "--slurm-poll", "1", "--sbatch-option", "time=5:00"]
+    assert ds.main(args(tmp_path / "array.parquet", *slurm)) == 0
+    local, array = ds.load(tmp_path / "local.parquet"), ds.load(tmp_path / "array.parquet")
+    assert array.episodes == local.episodes == 3
+    for name in ("gap", "ep_t0", "ep_units", "ep_end_gap", "ctx"):
+        assert np.array_equal(getattr(array, name), getattr(local, name)), name
+    assert np.array_equal(array.obs(), local.obs())
+    assert len(list((tmp_path / "array.shards").glob("shard-*-of-2.json"))) == 2

@@ -88,7 +88,7 @@ def main() -> int:
         f"RESULT env_steps_per_s={env_rate:.0f} env_steps_per_cpu_s={cpu_rate:.0f} "
         f"raw_sim_steps_per_s={raw_rate:.0f} raw_sim_steps_per_cpu_s={raw_steps / raw_cpu:.0f} "
         f"ratio={env_cpu and (steps / env_cpu) / (raw_steps / raw_cpu):.3f} "
-        f"target_steps_per_s=2000 meets_target_per_cpu_s={cpu_rate >= 2000} "
+        f"target_steps_per_cpu_s=5000 meets_target_per_cpu_s={cpu_rate >= 5000} "
         f"split={args.split} episodes={len(starts)}"
     )
     return 0

@@ -371,6 +371,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--validation-episodes", type=int, default=150)
     p.add_argument("--test-episodes", type=int, default=200)
     p.add_argument(
+        "--test-split",
+        default="test",
+        help="split of the final tables (default test; 'validation' replays the validation "
+        "days at --total-units in the simulator, e.g. for a trace too short for a test split)",
+    )
+    p.add_argument(
         "--chain-sizes",
         default="1,8",
         help="chain sizes: drawn per training chain; one test table each",
@@ -523,21 +529,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate,
     ]
     tables: dict[str, Any] = {"validation": validation}
+    split = args.test_split
+    prefix = "test" if split == "test" else f"{split}-split"
     for units in sizes:
         summary = run_test(
             world,
             out,
-            f"test-{units}node",
+            f"{prefix}-{units}node",
             specs,
             units,
             args.test_episodes,
             seed=2,
             jobs=args.jobs,
+            split=split,
         )
         rows = seed_table(summary, labels)
-        tables[f"{units}node"] = rows
-        report.append(seed_markdown(rows, f"Test split, {units}-node chains"))
-        plot_bars(out / f"test-{units}node.png", rows, f"{units}-node chains, test split")
+        tables[f"{units}node" if split == "test" else f"{split}-{units}node"] = rows
+        title = f"{split.capitalize()} split at {world.total_units} units, {units}-node chains"
+        report.append(seed_markdown(rows, title))
+        plot_bars(out / f"{prefix}-{units}node.png", rows, title)
     atomic_write(out / "tables.json", json.dumps(tables, indent=1).encode())
     report.append(f"Study time: {time.time() - began:.0f} s with --jobs {args.jobs}.")
     atomic_write(out / "README.md", "\n".join(report).encode())

@@ -51,7 +51,7 @@ def test_study_end_to_end(trace_path, tmp_path):
     assert choice["default"] == "moe-dqn"  # the learned baseline is never the default
     assert "| moe-dqn-s0 |" in (out / "moe-gate.md").read_text()
     readme = (out / "README.md").read_text()
-    assert "## Validation" in readme and "## Test split, 1-node chains" in readme
+    assert "## Validation" in readme and "## Test split at 72 units, 1-node chains" in readme
     summary = json.loads((out / "test-1node" / "summary.json").read_text())
     agents = {s["agent"] for s in summary["summary"] if s["level"] == "all"}
     assert {"reactive", "oracle", "moe-dqn-s0", "gap-regressor-s0"} <= agents

@@ -76,6 +76,11 @@ class SlurmClient(abc.ABC):
         """Submit a batch job; return its id. A :class:`Path` is a script file, a string that
         starts with ``#!`` a script's text, any other string a command for ``--wrap``."""
 
+    def test_only(self, script_or_wrap: str | Path, options: Options = None) -> float | None:
+        """When a job submitted now would start (``sbatch --test-only``: Unix time, nothing
+        is submitted); None where the backend cannot tell."""
+        return None
+
     @abc.abstractmethod
     def cancel(self, job_id: int) -> None:
         """Cancel a job (no error if it has already ended)."""
@@ -181,6 +186,23 @@ class SlurmClient(abc.ABC):
         self.cache.invalidate(lambda k: k in ("queue", "start", "recent") or k == ("job", job_id))
 
 
+def _sbatch_argv(
+    script_or_wrap: str | Path, options: Options, mode: str
+) -> tuple[list[str], str | None]:
+    """``sbatch MODE OPTIONS SCRIPT`` (or ``--wrap``) and the script text for stdin."""
+    argv = ["sbatch", mode, *options_to_args(options)]
+    stdin = None
+    if isinstance(script_or_wrap, Path):
+        if not script_or_wrap.is_file():
+            raise SlurmError(f"batch script not found: {script_or_wrap}")
+        argv.append(str(script_or_wrap))
+    elif script_or_wrap.startswith("#!"):
+        stdin = script_or_wrap
+    else:
+        argv += ["--wrap", script_or_wrap]
+    return argv, stdin
+
+
 def _in_partition(job: JobInfo, partition: str | None) -> bool:
     return partition is None or partition in (job.partition or "").split(",")
 
@@ -217,19 +239,14 @@ class CliClient(SlurmClient):
         options: Options = None,
         env: Mapping[str, str] | None = None,
     ) -> int:
-        argv = ["sbatch", "--parsable", *options_to_args(options)]
-        stdin = None
-        if isinstance(script_or_wrap, Path):
-            if not script_or_wrap.is_file():
-                raise SlurmError(f"batch script not found: {script_or_wrap}")
-            argv.append(str(script_or_wrap))
-        elif script_or_wrap.startswith("#!"):
-            stdin = script_or_wrap
-        else:
-            argv += ["--wrap", script_or_wrap]
+        argv, stdin = _sbatch_argv(script_or_wrap, options, "--parsable")
         out = self.runner.run(argv, input=stdin, env=env, idempotent=False)
         self._invalidate_queue()
         return parse.parse_sbatch(out)
+
+    def test_only(self, script_or_wrap: str | Path, options: Options = None) -> float | None:
+        argv, stdin = _sbatch_argv(script_or_wrap, options, "--test-only")
+        return parse.parse_test_only(self.runner.run(argv, input=stdin, with_stderr=True))
 
     def cancel(self, job_id: int) -> None:
         self.runner.run(["scancel", str(int(job_id))])

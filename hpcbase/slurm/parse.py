@@ -403,6 +403,16 @@ def parse_sbatch(text: str) -> int:
     raise SlurmError(f"sbatch printed no job id: {text.strip()!r}")
 
 
+_TEST_ONLY = re.compile(r"\bto start at (\S+)")
+
+
+def parse_test_only(text: str) -> float | None:
+    """The expected start ``sbatch --test-only`` reports (``sbatch: Job N to start at T
+    using ...``, on stderr), as Unix time; None when it names none."""
+    m = _TEST_ONLY.search(text)
+    return None if m is None else _field("StartTime", m.group(1), parse_timestamp)
+
+
 def _expand_hostlist(expr: str) -> list[str]:
     """Every host of one Slurm hostlist item such as ``rack[1-2]-n[01-03,7]``."""
     m = re.search(r"\[([^\]]*)\]", expr)

@@ -84,9 +84,11 @@ class CommandRunner:
         input: str | None = None,
         env: Mapping[str, str] | None = None,
         idempotent: bool = True,
+        with_stderr: bool = False,
     ) -> str:
-        """Run ``argv``; return its stdout. A non-idempotent command (sbatch) is retried only
-        when the request surely never reached slurmctld."""
+        """Run ``argv``; return its stdout (then its stderr, with ``with_stderr``). A
+        non-idempotent command (sbatch) is retried only when the request surely never
+        reached slurmctld."""
         full_env = {**os.environ, "SLURM_TIME_FORMAT": "%s", **self.env, **(env or {})}
         cmd = " ".join(argv)
         last = ""
@@ -113,7 +115,7 @@ class CommandRunner:
                     ) from None
             else:
                 if proc.returncode == 0:
-                    return proc.stdout
+                    return proc.stdout + ((proc.stderr or "") if with_stderr else "")
                 err = (proc.stderr or proc.stdout or "").strip()
                 last = err or f"exit status {proc.returncode}"
                 transient = bool(_NOT_SENT.search(err)) or (

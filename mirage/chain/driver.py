@@ -277,6 +277,24 @@ class ChainDriver:
         self.submit_segment(chain, last.idx + 1, "forced")
         return True
 
+    def _estimate_start(self, chain: Chain) -> float:
+        """Slurm's expected start of the next segment if it were submitted now
+        (``sbatch --test-only``, once per decision), for the learned policies' start-estimate
+        features; NaN for a baseline (which does not read them) or when Slurm cannot say."""
+        from mirage.agents.baselines import BASELINES
+
+        if chain.policy in BASELINES:
+            return math.nan
+        args = list(chain.sbatch_args)
+        if not user_gave(args, "-D", "--chdir"):
+            args.append(f"--chdir={chain.workdir}")
+        try:
+            est = self.client.test_only(Path(chain.script), args)
+        except SlurmError as e:
+            log.warning("chain %s: sbatch --test-only failed: %s", chain.id, e)
+            return math.nan
+        return math.nan if est is None else float(est)
+
     def _decide(self, chain: Chain, pred: Segment) -> None:
         key = (chain.id, pred.idx + 1)
         now = self.clock()
@@ -296,6 +314,7 @@ class ChainDriver:
             pred_start=float(job.start),
             succ_units=units,
             succ_limit=limit,
+            est_start=self._estimate_start(chain),
         )
         step = sum(1 for d in self.store.decisions(chain.id) if d["segment"] == pred.idx + 1)
         result = self.decider.decide(chain.policy, state, step)

@@ -181,3 +181,36 @@ def test_metrics_split_gaps_into_interruption_and_overlap():
     assert r.get_sample_value("mirage_interruption_seconds_count") == 1
     assert r.get_sample_value("mirage_overlap_seconds_count") == 2
     assert r.get_sample_value("mirage_overlap_seconds_sum") == 35.0
+
+
+class EstimatingSlurm:
+    """Answers ``sbatch --test-only`` with a fixed start, or fails."""
+
+    def __init__(self, start: float | None, fail: bool = False) -> None:
+        self.start, self.fail, self.asked = start, fail, []
+
+    def test_only(self, script, options=None):
+        from hpcbase.slurm import SlurmError
+
+        self.asked.append((str(script), list(options or [])))
+        if self.fail:
+            raise SlurmError("sbatch --test-only failed: boom")
+        return self.start
+
+
+def test_learned_policies_get_slurms_start_estimate(store):
+    """A learned policy's chain state carries ``sbatch --test-only``'s answer (the
+    start-estimate features the model was trained with); baselines do not ask."""
+    from mirage.chain.driver import ChainDriver
+
+    learned = store.create_chain(
+        "/x.sh", "/w", 3, "default", False, ["-t", "1"], "watcher", {"poll_interval": 2.0}
+    )
+    slurm = EstimatingSlurm(1234.0)
+    driver = ChainDriver(store, slurm, decider=None, decision_interval=600)
+    assert driver._estimate_start(learned) == 1234.0
+    assert slurm.asked == [("/x.sh", ["-t", "1", "--chdir=/w"])]
+    assert np.isnan(driver._estimate_start(new_chain(store)))  # "average": not asked
+    assert len(slurm.asked) == 1
+    failing = ChainDriver(store, EstimatingSlurm(None, fail=True), None, decision_interval=600)
+    assert np.isnan(failing._estimate_start(learned))

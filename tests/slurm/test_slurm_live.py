@@ -136,6 +136,23 @@ def test_start_estimates(slurm: CliClient) -> None:
         slurm.cancel(waiting)
 
 
+def test_test_only_says_when_a_job_would_start_and_submits_nothing(slurm: CliClient) -> None:
+    now = time.time()
+    free = slurm.test_only("true", {"n": 1, "time": "1:00"})
+    assert free is not None and now - 5 <= free <= now + 60  # an idle node: at once
+    blocker = submit(slurm, "sleep 120", cpus=16, limit="3:00", J=tag())
+    try:
+        b = wait_for("the blocker to run", lambda: state_of(slurm, blocker, "RUNNING"))
+        queued = len(slurm.queue(max_age=0))
+        later = slurm.test_only("true", {"n": 16, "time": "1:00"})
+        # a whole-node job would wait for the blocker's limit
+        assert later is not None and b.start is not None
+        assert b.start + 120 <= later <= b.start + 180 + 60
+        assert len(slurm.queue(max_age=0)) == queued  # nothing was submitted
+    finally:
+        slurm.cancel(blocker)
+
+
 def test_queries_are_throttled(slurm_cluster) -> None:
     client = get_client("cli", min_interval=1.0)
     jid = submit(client, "sleep 30", J=tag())

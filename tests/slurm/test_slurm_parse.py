@@ -20,6 +20,7 @@ from hpcbase.slurm.parse import (
     parse_scontrol_job,
     parse_squeue,
     parse_start_estimates,
+    parse_test_only,
 )
 from hpcbase.slurmtime import UNLIMITED, format_duration, parse_duration, parse_timestamp
 
@@ -214,6 +215,15 @@ def test_sacct_recorded_row() -> None:
         86400,
     )
     assert job.exit_code == 128 + 15 and job.comment == "chain=a step=2" and job.end == 1700003700
+
+
+def test_sbatch_test_only_output() -> None:
+    line = "sbatch: Job 7 to start at {} using 1 processors on nodes vm in partition debug\n"
+    assert parse_test_only(line.format("1795475727")) == 1795475727.0
+    assert parse_test_only(line.format("2026-11-23T23:15:27")) == parse_timestamp(
+        "2026-11-23T23:15:27"
+    )
+    assert parse_test_only("sbatch: error: nothing") is None
 
 
 def test_sbatch_output() -> None:

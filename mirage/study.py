@@ -431,8 +431,8 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
     lines = [
         "## MoE-DQN gate on the validation decisions",
         "",
-        "Mean gate weight per expert; slices are the contiguous quarters of the period "
-        "each expert was taught to own.",
+        "Mean gate weight per expert (- where no decision has that load); slices are the "
+        "contiguous quarters of the period each expert was taught to own.",
         "",
         "| model | overall | by time slice 0 / 1 / 2 / 3 | by load low / medium / heavy "
         "| collapsed |",
@@ -451,7 +451,10 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
             return " ".join(f"{x:.2f}" for x in w)
 
         slices = " / ".join(fmt(by_slice[k]) for k in sorted(by_slice))
-        levels = " / ".join(fmt(use["by_group"][k]) for k in ("low", "medium", "heavy"))
+        by_level = use["by_group"]
+        levels = " / ".join(
+            fmt(by_level[k]) if k in by_level else "-" for k in ("low", "medium", "heavy")
+        )
         lines.append(
             f"| moe-dqn-s{s} | {fmt(use['mean_weight'])} | {slices} | {levels} "
             f"| {'yes' if collapsed(use) else 'no'} |"

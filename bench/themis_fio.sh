@@ -31,20 +31,9 @@ if [[ $(id -u) != 0 ]] || ! command -v fio >/dev/null || [[ ! -e /dev/fuse ]]; t
     exit 0
 fi
 
-work=$(mktemp -d /tmp/themis-fio-XXXXXX)
-chmod 755 "$work"
-daemon=""
-cleanup() {
-    cd /
-    [[ -n $daemon ]] && kill "$daemon" 2>/dev/null && sleep 1
-    mountpoint -q "$work/mnt" && fusermount3 -u -z "$work/mnt"
-    for d in native backing; do mountpoint -q "$work/$d" && umount -l "$work/$d"; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir "$work/native" "$work/backing" "$work/mnt"
-mount -t tmpfs -o size=4g tmpfs "$work/native"
-mount -t tmpfs -o size=4g tmpfs "$work/backing"
+# shellcheck source=bench/_scratch.sh
+source "$REPO/bench/_scratch.sh"
+scratch_mounts themis-fio 4g
 PYTHONPATH=$REPO "$PY" -m themis.cli mount "$work/backing" "$work/mnt" --log-file "$work/log"
 daemon=$(grep -o 'themis\[[0-9]*\]' "$work/log" | head -n 1 | tr -dc 0-9)
 

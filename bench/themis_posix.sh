@@ -31,20 +31,9 @@ tests=("$@")
 targets=()
 for t in "${tests[@]}"; do targets+=("$PJDFSTEST/tests/$t"); done
 
-work=$(mktemp -d /tmp/themis-posix-XXXXXX)
-chmod 755 "$work"
-daemon=""
-cleanup() {
-    cd /
-    [[ -n $daemon ]] && kill "$daemon" 2>/dev/null && sleep 1
-    mountpoint -q "$work/mnt" && fusermount3 -u -z "$work/mnt"
-    for d in native backing; do mountpoint -q "$work/$d" && umount -l "$work/$d"; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir "$work/native" "$work/backing" "$work/mnt"
-mount -t tmpfs -o size=2g tmpfs "$work/native"
-mount -t tmpfs -o size=2g tmpfs "$work/backing"
+# shellcheck source=bench/_scratch.sh
+source "$REPO/bench/_scratch.sh"
+scratch_mounts themis-posix 2g
 chmod 755 "$work/native" "$work/backing"
 
 run() {  # run NAME DIR: prove in DIR, output into $work/NAME.out; prints the wall time

@@ -368,6 +368,195 @@ class Simulator:
             del self._fin_pos[rec.job_id]
         del self._log[n:]
 
+    # ------------------------------------------------------------------ start estimate of a job
+    def estimate_start_for(self, spec: JobSpec) -> float | None:
+        """What ``submit(spec)`` followed by :meth:`estimate_start` would report now (``now``
+        itself when the submission starts the job at once), without changing the simulator.
+
+        The job's place in priority order, the scheduling its submission runs at once (a due
+        priority refresh, the main passes) and the backfill map are computed on copies. Where
+        that is not done, a real probe (snapshot, submit, estimate, restore) answers: under
+        QOS limits, for a job with a dependency, a ``begin`` or a later ``submit``, for a
+        submission the real one would refuse, and when that submission's main pass would start
+        other jobs on node pools or jobs that others wait on. Hypothetical starts do not call
+        ``on_start``."""
+        st = self.state
+        now = st.now
+        cfg = self.cfg
+        jid = spec.job_id if spec.job_id is not None else st.next_id
+        if (
+            self.limits is not None
+            or spec.dependency
+            or spec.begin is not None
+            or (spec.submit is not None and float(spec.submit) != now)
+            or self._known(jid)
+            or not 0 < spec.units <= self.total_units
+            or spec.limit <= 0
+        ):
+            return self._estimate_by_probe(spec)
+        job = self._new_job(
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            now,
+            None,
+            [],
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
+        )
+        if self._rejects and self._reject_reason(job) is not None:
+            return self._estimate_by_probe(spec)
+        if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
+            return None  # never eligible (PartitionTimeLimit)
+        # _arrive and _check_eligible, on a copy of the queue
+        job.seq = st.seq + 1
+        job.eligible = job.accrue = now
+        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
+        job.key = (-job.tier, -job.prio, job.seq)
+        order = list(st.order)
+        insort(order, job, key=SimJob.sort_key)
+        minu = st.minu if st.minu >= 0 else min((j.units for j in st.order), default=1 << 62)
+        minu = min(minu, job.units)
+        # _after_submissions, then _after_events
+        free = st.free
+        started: list[SimJob] = []
+        period = cfg.calc_period
+        stale = self.prio.time_dependent and math.floor(now / period) * period > st.prio_tick
+        main_dirty = st.main_dirty or cfg.batch_sched_delay <= 0
+        full_main = st.full_main_due and cfg.sched_interval > 0 and now % cfg.sched_interval == 0
+        if main_dirty or full_main or now >= st.calc_next:
+            can_start = free > 0 and free >= minu
+            if can_start and now >= st.calc_next and stale:
+                stale = False
+                if self._refresh_copy(order, started):
+                    full_main = cfg.sched_interval > 0 and now % cfg.sched_interval == 0
+            for depth, due in ((cfg.default_queue_depth, main_dirty), (len(order), full_main)):
+                if not (due and can_start):
+                    continue
+                idx = self._main_pass_picks(order, depth, free)
+                if not idx:
+                    continue
+                picked = [order[i] for i in idx]
+                if any(j is job for j in picked):
+                    return now
+                if self._pools is not None or any(j.id in st.deps.waiters for j in picked):
+                    return self._estimate_by_probe(spec)
+                for i in reversed(idx):
+                    del order[i]
+                started.extend(picked)
+                free -= sum(j.units for j in picked)
+                minu = min((j.units for j in order), default=1 << 62)
+                can_start = free > 0 and free >= minu
+        # estimate_start
+        if stale:
+            self._refresh_copy(order, started)
+        target = order.index(job)
+        if self._pools is not None:
+            saved, st.order = st.order, order
+            try:
+                est = self._walk_pools(target, False)
+            finally:
+                st.order = saved
+            assert not isinstance(est, list)
+            return est
+        ends = st.ends
+        if started:
+            ends = list(ends)
+            res = cfg.bf_resolution
+            for j in started:
+                insort(ends, (_round_end(now + j.limit, res), j.seq, j.units))
+        p = self._params
+        params = MapParams(
+            now=now,
+            free=free,
+            ends=ends,
+            horizon=now + cfg.bf_window,
+            min_step=p.min_step,
+            per_node=p.per_node,
+            total=p.total,
+            window=p.window,
+            linear=p.linear,
+            epoch=p.epoch,
+            resolution=p.resolution,
+        )
+        return _backfill.estimate(order, target, params)
+
+    def _estimate_by_probe(self, spec: JobSpec) -> float | None:
+        """:meth:`estimate_start_for` by a real probe: snapshot, submit, estimate, restore."""
+        saved = self.snapshot()
+        try:
+            jid = self.submit(spec)
+            job = self.state.running.get(jid)
+            if job is not None:
+                return job.start
+            return self.estimate_start(jid)
+        finally:
+            self.restore(saved)
+
+    def _main_pass_picks(self, order: list[SimJob], depth: int, free: int) -> list[int]:
+        """Indices into ``order`` of the jobs :meth:`_main_pass` would start with ``free``
+        units (and the node pools' free units now); no QOS limits."""
+        picks: list[int] = []
+        blocked: set[str] = set()
+        if self._pools is not None:
+            seg_free = list(self.state.seg_free)
+            for i, job in enumerate(order[:depth]):
+                if job.part in blocked:
+                    continue
+                if take(seg_free, job.pool, job.units) is None:
+                    blocked.add(job.part)
+                    continue
+                picks.append(i)
+            return picks
+        single = len(self.cfg.partitions) <= 1
+        for i, job in enumerate(order[:depth]):
+            if job.part in blocked:
+                continue
+            if job.units <= free:
+                picks.append(i)
+                free -= job.units
+            else:
+                blocked.add(job.part)
+                if len(blocked) == 1 and single:
+                    break
+        return picks
+
+    def _refresh_copy(self, order: list[SimJob], started: list[SimJob]) -> bool:
+        """:meth:`_refresh_priorities` at the current tick on ``order``, a copy of the queue,
+        leaving the jobs' priorities and the fair-share usage as they were (``started``: jobs
+        started since, which fair-share counts); True if the order changed."""
+        model = self.prio
+        period = self.cfg.calc_period
+        tick = math.floor(self.state.now / period) * period
+        factors = model.fairshare_factors
+        if model.w_fairshare > 0:
+            import copy
+
+            share = copy.deepcopy(model.fairshare)
+            for j in started:
+                share.change(j.user, j.units, self.state.now)
+            factors = share.tick(tick, model.n_users)
+        saved = [(j, j.prio, j.key) for j in order]
+        try:
+            return _backfill.refresh(
+                order,
+                tick,
+                float(model.w_age),
+                float(self.cfg.max_age),
+                float(model.w_fairshare),
+                factors,
+            )
+        finally:
+            for j, prio, key in saved:
+                j.prio = prio
+                j.key = key
+
     @property
     def now(self) -> float:
         """The simulated time (seconds after ``epoch``)."""

@@ -179,7 +179,7 @@ class ChainEpisode:
 
     def context(self, helpers: bool = False, features: bool = True) -> DecisionContext:
         """The context of the current decision; ``helpers`` adds the simulator-backed
-        ``estimate_start`` and ``what_if`` (each costs a snapshot and a restore);
+        ``estimate_start`` and ``what_if`` (``what_if`` costs a snapshot and a restore);
         ``features=False`` leaves the start-estimate features out (a policy that does not
         read the observation need not pay for the probe)."""
         state = self.state() if features else self._plain_state()
@@ -193,18 +193,10 @@ class ChainEpisode:
         )
 
     def estimate_start(self) -> float | None:
-        """Expected start of a successor submitted now (a probe job, then restored)."""
-        sim = self.sim
-        saved = sim.snapshot()
-        try:
-            jid = sim.submit(self._succ_spec())
-            view = sim.job(jid)
-            if view.state != JobState.PENDING:
-                return float(view.start)
-            est = sim.estimate_start(jid)
-            return None if est is None else float(est)
-        finally:
-            sim.restore(saved)
+        """Expected start of a successor submitted now: what a probe job submitted now would
+        get (``Simulator.estimate_start_for``; the simulator is left as it is)."""
+        est = self.sim.estimate_start_for(self._succ_spec())
+        return None if est is None else float(est)
 
     def what_if(self, k: int) -> float:
         """The gap if the successor were submitted ``k`` decisions from now (restored after)."""

@@ -145,3 +145,47 @@ def test_default_splits_hold_out_every_fifth_day(ls6_trace):
     assert all(d % VALIDATION_EVERY == VALIDATION_EVERY - 1 for d in val)
     assert len(train | val) == 30 and len(val) == 6
     assert s["test"][0][0] > s["train"][-1][1]
+
+
+def _probe(ep: ChainEpisode) -> float | None:
+    """The start estimate as the env computed it before ``Simulator.estimate_start_for``: a
+    probe job submitted, estimated and taken back by a snapshot and restore."""
+    from hpcbase.jobs import JobState
+
+    sim = ep.sim
+    saved = sim.snapshot()
+    try:
+        jid = sim.submit(ep._succ_spec())
+        view = sim.job(jid)
+        if view.state != JobState.PENDING:
+            return float(view.start)
+        est = sim.estimate_start(jid)
+        return None if est is None else float(est)
+    finally:
+        sim.restore(saved)
+
+
+def test_start_estimate_equals_the_probe_at_every_decision(small_world):
+    # Mirage's models read the estimate as a feature: it must be the probe's, exactly, at
+    # every decision of episodes of several chain sizes in both splits (>= 300 points), and
+    # leave the simulator as it was.
+    from mirage.envs.world import ChainSpec
+
+    rng = np.random.default_rng(7)
+    points = 0
+    for k in range(8):
+        units = int(rng.choice([1, 2, 4, 8, 16]))
+        spec = ChainSpec(units=units, runtime_fraction=float(rng.uniform(0.05, 0.6)))
+        t0 = small_world.sample_start("train" if k % 2 else "validation", rng)
+        ep = ChainEpisode(small_world, spec.resolved(small_world.max_limit), t0)
+        sim = ep.sim
+        while not ep.done:
+            before = sim.snapshot(), len(sim.records)
+            got = ep.estimate_start()
+            assert (sim.snapshot(), len(sim.records)) == before
+            want = _probe(ep)
+            assert got == want, (t0, ep.now, got, want)
+            points += 1
+            ep.step(Decision.WAIT)
+    assert points >= 300, points
+    print(f"{points} decision points")

@@ -380,79 +380,21 @@ class Simulator:
         submission the real one would refuse, and when that submission's main pass would start
         other jobs on node pools or jobs that others wait on. Hypothetical starts do not call
         ``on_start``."""
-        st = self.state
-        now = st.now
-        cfg = self.cfg
-        jid = spec.job_id if spec.job_id is not None else st.next_id
-        if (
-            self.limits is not None
-            or spec.dependency
-            or spec.begin is not None
-            or (spec.submit is not None and float(spec.submit) != now)
-            or self._known(jid)
-            or not 0 < spec.units <= self.total_units
-            or spec.limit <= 0
-        ):
+        job = self._hypothetical_job(spec)
+        if job is None:
             return self._estimate_by_probe(spec)
-        job = self._new_job(
-            jid,
-            -1,
-            spec.units,
-            spec.limit,
-            spec.runtime,
-            spec.user,
-            spec.group,
-            spec.name,
-            now,
-            None,
-            [],
-            spec.partition,
-            spec.qos_factor,
-            spec.exit_code,
-        )
-        if self._rejects and self._reject_reason(job) is not None:
-            return self._estimate_by_probe(spec)
-        if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
+        if math.isnan(job.eligible):
             return None  # never eligible (PartitionTimeLimit)
-        # _arrive and _check_eligible, on a copy of the queue
-        job.seq = st.seq + 1
-        job.eligible = job.accrue = now
-        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
-        job.key = (-job.tier, -job.prio, job.seq)
+        st, cfg = self.state, self.cfg
+        now = st.now
         order = list(st.order)
         insort(order, job, key=SimJob.sort_key)
-        minu = st.minu if st.minu >= 0 else min((j.units for j in st.order), default=1 << 62)
-        minu = min(minu, job.units)
-        # _after_submissions, then _after_events
-        free = st.free
-        started: list[SimJob] = []
-        period = cfg.calc_period
-        stale = self.prio.time_dependent and math.floor(now / period) * period > st.prio_tick
-        main_dirty = st.main_dirty or cfg.batch_sched_delay <= 0
-        full_main = st.full_main_due and cfg.sched_interval > 0 and now % cfg.sched_interval == 0
-        if main_dirty or full_main or now >= st.calc_next:
-            can_start = free > 0 and free >= minu
-            if can_start and now >= st.calc_next and stale:
-                stale = False
-                if self._refresh_copy(order, started):
-                    full_main = cfg.sched_interval > 0 and now % cfg.sched_interval == 0
-            for depth, due in ((cfg.default_queue_depth, main_dirty), (len(order), full_main)):
-                if not (due and can_start):
-                    continue
-                idx = self._main_pass_picks(order, depth, free)
-                if not idx:
-                    continue
-                picked = [order[i] for i in idx]
-                if any(j is job for j in picked):
-                    return now
-                if self._pools is not None or any(j.id in st.deps.waiters for j in picked):
-                    return self._estimate_by_probe(spec)
-                for i in reversed(idx):
-                    del order[i]
-                started.extend(picked)
-                free -= sum(j.units for j in picked)
-                minu = min((j.units for j in order), default=1 << 62)
-                can_start = free > 0 and free >= minu
+        passes = self._submission_passes(job, order)
+        if passes is None:
+            return self._estimate_by_probe(spec)
+        free, started, stale = passes
+        if started and started[-1] is job:
+            return now
         # estimate_start
         if stale:
             self._refresh_copy(order, started)
@@ -486,6 +428,91 @@ class Simulator:
             resolution=p.resolution,
         )
         return _backfill.estimate(order, target, params)
+
+    def _hypothetical_job(self, spec: JobSpec) -> SimJob | None:
+        """The job ``submit(spec)`` would queue now, as :meth:`_arrive` and
+        :meth:`_check_eligible` make it (``eligible`` NaN when it never can be), touching
+        nothing; None where :meth:`estimate_start_for` leaves the answer to a real probe."""
+        st = self.state
+        now = st.now
+        jid = spec.job_id if spec.job_id is not None else st.next_id
+        if (
+            self.limits is not None
+            or spec.dependency
+            or spec.begin is not None
+            or (spec.submit is not None and float(spec.submit) != now)
+            or self._known(jid)
+            or not 0 < spec.units <= self.total_units
+            or spec.limit <= 0
+        ):
+            return None
+        job = self._new_job(
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            now,
+            None,
+            [],
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
+        )
+        if self._rejects and self._reject_reason(job) is not None:
+            return None
+        job.seq = st.seq + 1
+        if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
+            return job
+        job.eligible = job.accrue = now
+        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
+        job.key = (-job.tier, -job.prio, job.seq)
+        return job
+
+    def _submission_passes(
+        self, job: SimJob, order: list[SimJob]
+    ) -> tuple[int, list[SimJob], bool] | None:
+        """:meth:`_after_submissions` and :meth:`_after_events` for ``job`` queued now, on
+        ``order`` (the queue with it, changed in place): the free units after, the jobs the
+        main passes start (ending with ``job`` if it starts: they stop there) and whether the
+        priorities are still stale; None where that is left to a real probe."""
+        st, cfg = self.state, self.cfg
+        now = st.now
+        minu = st.minu if st.minu >= 0 else min((j.units for j in st.order), default=1 << 62)
+        minu = min(minu, job.units)
+        free = st.free
+        started: list[SimJob] = []
+        period = cfg.calc_period
+        stale = self.prio.time_dependent and math.floor(now / period) * period > st.prio_tick
+        main_dirty = st.main_dirty or cfg.batch_sched_delay <= 0
+        full_main = st.full_main_due and cfg.sched_interval > 0 and now % cfg.sched_interval == 0
+        if not (main_dirty or full_main or now >= st.calc_next):
+            return free, started, stale
+        can_start = free > 0 and free >= minu
+        if can_start and now >= st.calc_next and stale:
+            stale = False
+            if self._refresh_copy(order, started):
+                full_main = cfg.sched_interval > 0 and now % cfg.sched_interval == 0
+        for depth, due in ((cfg.default_queue_depth, main_dirty), (len(order), full_main)):
+            if not (due and can_start):
+                continue
+            idx = self._main_pass_picks(order, depth, free)
+            picked = [order[i] for i in idx]
+            if any(j is job for j in picked):
+                started.append(job)
+                return free, started, stale
+            if picked and (self._pools is not None or any(j.id in st.deps.waiters for j in picked)):
+                return None
+            for i in reversed(idx):
+                del order[i]
+            started.extend(picked)
+            free -= sum(j.units for j in picked)
+            minu = min((j.units for j in order), default=1 << 62)
+            can_start = free > 0 and free >= minu
+        return free, started, stale
 
     def _estimate_by_probe(self, spec: JobSpec) -> float | None:
         """:meth:`estimate_start_for` by a real probe: snapshot, submit, estimate, restore."""

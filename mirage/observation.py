@@ -164,6 +164,14 @@ def _q(sorted_values: np.ndarray, q: float) -> float:
     return float(sorted_values[min(int(q * n), n - 1)])
 
 
+def _absent(ids: np.ndarray, others: np.ndarray) -> np.ndarray | None:
+    """The mask of ``ids`` not in ``others`` (``~np.isin``; both hold distinct ids), or None
+    when every one is there (by Python sets: the arrays are small and pushed every sample)."""
+    there = set(others.tolist())
+    flags = [i not in there for i in ids.tolist()]
+    return np.array(flags, bool) if any(flags) else None
+
+
 class ObservationBuilder:
     """Turns queue snapshots into Mirage's normalised history window."""
 
@@ -222,8 +230,8 @@ class ObservationBuilder:
     def _track_starts(self, snap: QueueSnapshot) -> None:
         run_ids = snap.run_id
         if run_ids.shape[0] and not math.isnan(self._prev_time):
-            new = ~np.isin(run_ids, self._prev_run_ids, assume_unique=True)
-            if new.any():
+            new = _absent(run_ids, self._prev_run_ids)
+            if new is not None:
                 ids = run_ids[new]
                 starts = snap.run_start[new]
                 order = np.argsort(self._prev_ids)
@@ -254,8 +262,8 @@ class ObservationBuilder:
         """Jobs running at the previous sample and gone now ended in between: record how
         long they ran (to the middle of the interval, at most their limit)."""
         if self._prev_run_ids.shape[0] and not math.isnan(self._prev_time):
-            gone = ~np.isin(self._prev_run_ids, snap.run_id, assume_unique=True)
-            if gone.any():
+            gone = _absent(self._prev_run_ids, snap.run_id)
+            if gone is not None:
                 mid = 0.5 * (self._prev_time + snap.time)
                 limit = self._prev_run_limit[gone]
                 used = np.clip(mid - self._prev_run_start[gone], 0.0, limit)

@@ -9,7 +9,7 @@ If the policy never submits, the successor is submitted at the predecessor's end
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from hpcbase.jobs import JobSpec, JobState
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
@@ -153,9 +153,9 @@ class ChainEpisode:
         """The chain's state now, with the start estimate when ``estimate`` is on."""
         if not self.estimate:
             return self._plain_state()
-        return replace(self._plain_state(), est_start=self._estimate_now())
+        return self._plain_state(self._estimate_now())
 
-    def _plain_state(self) -> ChainState:
+    def _plain_state(self, est_start: float = math.nan) -> ChainState:
         c = self.chain
         return ChainState(
             now=self.now,
@@ -165,6 +165,7 @@ class ChainEpisode:
             pred_start=self.pred_start,
             succ_units=c.succ_units,
             succ_limit=c.limit,
+            est_start=est_start,
         )
 
     def _estimate_now(self) -> float:

@@ -189,3 +189,28 @@ def test_start_estimate_equals_the_probe_at_every_decision(small_world):
             ep.step(Decision.WAIT)
     assert points >= 300, points
     print(f"{points} decision points")
+
+
+def test_env_outputs_equal_those_of_the_probe(small_world, monkeypatch):
+    # The env's observations, rewards and outcomes with estimate_start_for are those of the
+    # snapshot/submit/estimate/restore probe, step for step.
+    def run() -> list:
+        env = ChainEnv(small_world, "validation")
+        out = []
+        for seed in range(3):
+            obs, _ = env.reset(seed=seed)
+            out.append(obs)
+            done, i = False, 0
+            while not done:
+                obs, reward, done, _, info = env.step(int(i == 40 * seed + 20))
+                out += [obs, reward]
+                i += 1
+            out.append(sorted(info.items()))
+        return out
+
+    fast = run()
+    monkeypatch.setattr(ChainEpisode, "estimate_start", _probe)
+    slow = run()
+    assert len(fast) == len(slow)
+    for a, b in zip(fast, slow, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b

@@ -155,3 +155,20 @@ def test_ended_jobs_show_how_much_of_their_limits_they_used():
     assert b.queue_features(snap(H, 10, running=[(3, 1, H, 0.0)]))[
         col("ended_used_mean")
     ] == pytest.approx(0.325)
+
+
+def test_absent_is_not_isin():
+    # the builder's set-based membership (pushed every sample) is ~np.isin, or None when
+    # every id is there
+    from mirage.observation import _absent
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        a = rng.permutation(200)[: rng.integers(0, 60)].astype(np.int64)
+        b = rng.permutation(200)[: rng.integers(0, 60)].astype(np.int64)
+        want = ~np.isin(a, b, assume_unique=True)
+        got = _absent(a, b)
+        if want.any():
+            assert got is not None and got.dtype == bool and np.array_equal(got, want)
+        else:
+            assert got is None

@@ -156,6 +156,23 @@ class BuilderState:
     end_limit: np.ndarray
 
 
+_FREE_HORIZONS = np.array([3600.0, 6 * 3600.0, 24 * 3600.0])
+_FREE_COLUMNS = (Q["free_in_1h"], Q["free_in_6h"], Q["free_in_24h"])
+
+
+def _sorted(values: np.ndarray) -> np.ndarray:
+    """``np.sort(values)`` (a sorted copy) without the function's dispatch overhead."""
+    out = values.copy()
+    out.sort()
+    return out
+
+
+def _mean(values: np.ndarray) -> float:
+    """``float(values.mean())`` of a non-empty 1-d array, as NumPy computes it (its sum over
+    the count), without the method's Python layer."""
+    return float(values.sum()) / values.shape[0]
+
+
 def _q(sorted_values: np.ndarray, q: float) -> float:
     """The ``q`` quantile of an ascending array by the nearest-rank rule (0.0 if empty)."""
     n = sorted_values.shape[0]
@@ -216,7 +233,11 @@ class ObservationBuilder:
         return (self.window + 1, N_FEATURES)
 
     def _wait(self, seconds: np.ndarray | float) -> np.ndarray | float:
-        return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
+        if isinstance(seconds, np.ndarray):
+            return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
+        # a scalar: np.maximum(seconds, 0.0) without the ufunc call (NaN stays NaN)
+        s = seconds if seconds > 0.0 or seconds != seconds else 0.0
+        return np.log1p(s / 3600.0) * self._wait_norm
 
     def recent_waits(self) -> np.ndarray:
         """Waits (seconds) of jobs seen starting within ``wait_horizon`` of the last sample.
@@ -288,7 +309,8 @@ class ObservationBuilder:
         row[Q["pend_count"]] = math.log1p(pu.shape[0]) * self._count_norm
         row[Q["run_count"]] = math.log1p(ru.shape[0]) * self._count_norm
         row[Q["pend_units"]] = pu.sum() * u
-        eligible = ~np.isnan(snap.pend_eligible)
+        pe = snap.pend_eligible
+        eligible = pe == pe  # not NaN
         row[Q["pend_eligible_units"]] = pu[eligible].sum() * u
         row[Q["run_units"]] = ru.sum() * u
         if pu.shape[0]:
@@ -297,9 +319,9 @@ class ObservationBuilder:
             self._running_features(row, snap, u, lim)
         waits = self._start_wait
         if waits.shape[0]:
-            sw = np.sort(waits)
+            sw = _sorted(waits)
             row[Q["started_count"]] = math.log1p(sw.shape[0]) * self._count_norm
-            row[Q["started_wait_mean"]] = self._wait(float(sw.mean()))
+            row[Q["started_wait_mean"]] = self._wait(_mean(sw))
             row[Q["started_wait_p50"]] = self._wait(_q(sw, 0.5))
             row[Q["started_wait_p90"]] = self._wait(_q(sw, 0.9))
             row[Q["started_wait_max"]] = self._wait(sw[-1])
@@ -309,28 +331,27 @@ class ObservationBuilder:
 
     def _ended_features(self, row: np.ndarray) -> None:
         limit = np.minimum(self._end_limit, self.max_limit)
-        share = np.sort(np.where(limit > 0, np.minimum(self._end_used, limit) / limit, 1.0))
+        used = np.minimum(self._end_used, limit)
+        share = _sorted(np.where(limit > 0, used / limit, 1.0))
         row[Q["ended_count"]] = math.log1p(share.shape[0]) * self._count_norm
-        row[Q["ended_used_mean"]] = float(share.mean())
+        row[Q["ended_used_mean"]] = _mean(share)
         row[Q["ended_used_p50"]] = _q(share, 0.5)
         promised = float(self._end_units @ limit)
         if promised > 0:
-            row[Q["ended_work_ratio"]] = (
-                float(self._end_units @ np.minimum(self._end_used, limit)) / promised
-            )
+            row[Q["ended_work_ratio"]] = float(self._end_units @ used) / promised
 
     def _pending_features(
         self, row: np.ndarray, snap: QueueSnapshot, eligible: np.ndarray, u: float, lim: float
     ) -> None:
         pu = snap.pend_units
-        pl = np.sort(snap.pend_limit)
+        pl = _sorted(snap.pend_limit)
         row[Q["pend_limit_p50"]] = _q(pl, 0.5) * lim
         row[Q["pend_limit_p90"]] = _q(pl, 0.9) * lim
-        pw = np.sort(snap.time - snap.pend_submit)
+        pw = _sorted(snap.time - snap.pend_submit)
         row[Q["pend_wait_p50"]] = self._wait(_q(pw, 0.5))
         row[Q["pend_wait_p90"]] = self._wait(_q(pw, 0.9))
         row[Q["pend_wait_max"]] = self._wait(pw[-1])
-        ps = np.sort(pu)
+        ps = _sorted(pu)
         row[Q["pend_job_units_p50"]] = _q(ps, 0.5) * u
         row[Q["pend_job_units_p90"]] = _q(ps, 0.9) * u
         work = pu * np.minimum(snap.pend_limit, self.max_limit)
@@ -339,22 +360,18 @@ class ObservationBuilder:
 
     def _running_features(self, row: np.ndarray, snap: QueueSnapshot, u: float, lim: float) -> None:
         ru = snap.run_units
-        row[Q["run_limit_p50"]] = _q(np.sort(snap.run_limit), 0.5) * lim
+        row[Q["run_limit_p50"]] = _q(_sorted(snap.run_limit), 0.5) * lim
         elapsed = snap.time - snap.run_start
-        row[Q["run_elapsed_p50"]] = _q(np.sort(elapsed), 0.5) * lim
+        row[Q["run_elapsed_p50"]] = _q(_sorted(elapsed), 0.5) * lim
         remaining = np.maximum(snap.run_limit - elapsed, 0.0)
-        order = np.argsort(remaining)
+        order = remaining.argsort()
         rem = remaining[order]
         row[Q["run_remaining_p10"]] = _q(rem, 0.1) * lim
         row[Q["run_remaining_p50"]] = _q(rem, 0.5) * lim
-        freed = np.cumsum(ru[order])
-        for name, horizon in (
-            ("free_in_1h", 3600.0),
-            ("free_in_6h", 6 * 3600.0),
-            ("free_in_24h", 24 * 3600.0),
-        ):
-            k = int(np.searchsorted(rem, horizon, side="right"))
-            row[Q[name]] = (freed[k - 1] if k else 0) * u
+        freed = ru[order].cumsum()
+        ks = rem.searchsorted(_FREE_HORIZONS, side="right").tolist()
+        for col, k in zip(_FREE_COLUMNS, ks, strict=True):
+            row[col] = (freed[k - 1] if k else 0) * u
         row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim
 
     def push(self, snap: QueueSnapshot) -> np.ndarray:

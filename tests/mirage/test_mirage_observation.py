@@ -172,3 +172,21 @@ def test_absent_is_not_isin():
             assert got is not None and got.dtype == bool and np.array_equal(got, want)
         else:
             assert got is None
+
+
+def test_fast_helpers_equal_the_numpy_calls_they_replace():
+    # the builder's shortcuts must give the very same bits as the NumPy calls they replace
+    from mirage.observation import _mean, _sorted
+
+    rng = np.random.default_rng(1)
+    b = ObservationBuilder(72, 172800.0)
+    for n in (1, 2, 7, 8, 9, 31, 130, 1000):
+        x = rng.lognormal(8.0, 2.0, n) * rng.choice([-1.0, 1.0], n)
+        assert np.array_equal(_sorted(x), np.sort(x))
+        assert _mean(x) == float(x.mean())
+    values = [0.0, -0.0, -5.0, 1e-300, 7.5, 3600.0, 1e9, math.nan, np.float64(-0.0), np.float64(4)]
+    for s in values:
+        want = np.log1p(np.maximum(s, 0.0) / 3600.0) * b._wait_norm
+        got = b._wait(s)
+        assert np.array_equal(np.float64(got), np.float64(want), equal_nan=True)
+        assert np.signbit(got) == np.signbit(want)

@@ -255,14 +255,10 @@ class ObservationBuilder:
             if new is not None:
                 ids = run_ids[new]
                 starts = snap.run_start[new]
-                order = np.argsort(self._prev_ids)
-                pos = np.searchsorted(self._prev_ids, ids, sorter=order)
-                pos = np.minimum(pos, max(len(order) - 1, 0))
-                if len(order):
-                    hit = self._prev_ids[order[pos]] == ids
-                    submits = np.where(hit, self._prev_submit[order[pos]], np.nan)
-                else:
-                    submits = np.full(ids.shape, np.nan)
+                # the submit time of each that was pending at the previous sample, else NaN
+                submit_of = dict(zip(self._prev_ids.tolist(), self._prev_submit.tolist()))
+                nan = math.nan
+                submits = np.array([submit_of.get(i, nan) for i in ids.tolist()], np.float64)
                 waits = np.where(np.isnan(submits), 0.0, starts - submits)
                 self._start_time = np.concatenate([self._start_time, starts])
                 self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])

@@ -1,0 +1,189 @@
+"""The observation builder against its straightforward first version (the reference kept
+here): the faster builder must give the very same bits on a real queue stream."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hpcbase.snapshot import QueueSnapshot
+from mirage.observation import N_FEATURES, ChainState, ObservationBuilder, Q, _q
+
+
+class ReferenceBuilder(ObservationBuilder):
+    """The builder's tracking and feature code as first written (NumPy calls throughout)."""
+
+    def _wait(self, seconds: np.ndarray | float) -> np.ndarray | float:
+        return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
+
+    def _track_starts(self, snap: QueueSnapshot) -> None:
+        run_ids = snap.run_id
+        if run_ids.shape[0] and not math.isnan(self._prev_time):
+            new = ~np.isin(run_ids, self._prev_run_ids, assume_unique=True)
+            if new.any():
+                ids = run_ids[new]
+                starts = snap.run_start[new]
+                order = np.argsort(self._prev_ids)
+                pos = np.searchsorted(self._prev_ids, ids, sorter=order)
+                pos = np.minimum(pos, max(len(order) - 1, 0))
+                if len(order):
+                    hit = self._prev_ids[order[pos]] == ids
+                    submits = np.where(hit, self._prev_submit[order[pos]], np.nan)
+                else:
+                    submits = np.full(ids.shape, np.nan)
+                waits = np.where(np.isnan(submits), 0.0, starts - submits)
+                self._start_time = np.concatenate([self._start_time, starts])
+                self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])
+        keep = self._start_time >= snap.time - self.wait_horizon
+        if not keep.all():
+            self._start_time = self._start_time[keep]
+            self._start_wait = self._start_wait[keep]
+        self._track_ends(snap)
+        self._prev_ids = snap.pend_id.copy()
+        self._prev_submit = snap.pend_submit.copy()
+        self._prev_run_ids = run_ids.copy()
+        self._prev_run_start = snap.run_start.astype(np.float64)
+        self._prev_run_limit = snap.run_limit.astype(np.float64)
+        self._prev_run_units = snap.run_units.astype(np.float64)
+        self._prev_time = snap.time
+
+    def _track_ends(self, snap: QueueSnapshot) -> None:
+        """Jobs running at the previous sample and gone now ended in between: record how
+        long they ran (to the middle of the interval, at most their limit)."""
+        if self._prev_run_ids.shape[0] and not math.isnan(self._prev_time):
+            gone = ~np.isin(self._prev_run_ids, snap.run_id, assume_unique=True)
+            if gone.any():
+                mid = 0.5 * (self._prev_time + snap.time)
+                limit = self._prev_run_limit[gone]
+                used = np.clip(mid - self._prev_run_start[gone], 0.0, limit)
+                self._end_time = np.concatenate([self._end_time, np.full(used.shape, mid)])
+                self._end_used = np.concatenate([self._end_used, used])
+                self._end_units = np.concatenate([self._end_units, self._prev_run_units[gone]])
+                self._end_limit = np.concatenate([self._end_limit, limit])
+        keep = self._end_time >= snap.time - self.wait_horizon
+        if not keep.all():
+            self._end_time = self._end_time[keep]
+            self._end_used = self._end_used[keep]
+            self._end_units = self._end_units[keep]
+            self._end_limit = self._end_limit[keep]
+
+    def queue_features(self, snap: QueueSnapshot) -> np.ndarray:
+        """The summary row of one snapshot (does not change the history)."""
+        u = 1.0 / self.total_units
+        lim = 1.0 / self.max_limit
+        row = np.zeros(N_FEATURES, np.float32)
+        pu = snap.pend_units
+        ru = snap.run_units
+        row[Q["pend_count"]] = math.log1p(pu.shape[0]) * self._count_norm
+        row[Q["run_count"]] = math.log1p(ru.shape[0]) * self._count_norm
+        row[Q["pend_units"]] = pu.sum() * u
+        eligible = ~np.isnan(snap.pend_eligible)
+        row[Q["pend_eligible_units"]] = pu[eligible].sum() * u
+        row[Q["run_units"]] = ru.sum() * u
+        if pu.shape[0]:
+            self._pending_features(row, snap, eligible, u, lim)
+        if ru.shape[0]:
+            self._running_features(row, snap, u, lim)
+        waits = self._start_wait
+        if waits.shape[0]:
+            sw = np.sort(waits)
+            row[Q["started_count"]] = math.log1p(sw.shape[0]) * self._count_norm
+            row[Q["started_wait_mean"]] = self._wait(float(sw.mean()))
+            row[Q["started_wait_p50"]] = self._wait(_q(sw, 0.5))
+            row[Q["started_wait_p90"]] = self._wait(_q(sw, 0.9))
+            row[Q["started_wait_max"]] = self._wait(sw[-1])
+        if self._end_time.shape[0]:
+            self._ended_features(row)
+        return row
+
+    def _ended_features(self, row: np.ndarray) -> None:
+        limit = np.minimum(self._end_limit, self.max_limit)
+        share = np.sort(np.where(limit > 0, np.minimum(self._end_used, limit) / limit, 1.0))
+        row[Q["ended_count"]] = math.log1p(share.shape[0]) * self._count_norm
+        row[Q["ended_used_mean"]] = float(share.mean())
+        row[Q["ended_used_p50"]] = _q(share, 0.5)
+        promised = float(self._end_units @ limit)
+        if promised > 0:
+            row[Q["ended_work_ratio"]] = (
+                float(self._end_units @ np.minimum(self._end_used, limit)) / promised
+            )
+
+    def _pending_features(
+        self, row: np.ndarray, snap: QueueSnapshot, eligible: np.ndarray, u: float, lim: float
+    ) -> None:
+        pu = snap.pend_units
+        pl = np.sort(snap.pend_limit)
+        row[Q["pend_limit_p50"]] = _q(pl, 0.5) * lim
+        row[Q["pend_limit_p90"]] = _q(pl, 0.9) * lim
+        pw = np.sort(snap.time - snap.pend_submit)
+        row[Q["pend_wait_p50"]] = self._wait(_q(pw, 0.5))
+        row[Q["pend_wait_p90"]] = self._wait(_q(pw, 0.9))
+        row[Q["pend_wait_max"]] = self._wait(pw[-1])
+        ps = np.sort(pu)
+        row[Q["pend_job_units_p50"]] = _q(ps, 0.5) * u
+        row[Q["pend_job_units_p90"]] = _q(ps, 0.9) * u
+        work = pu * np.minimum(snap.pend_limit, self.max_limit)
+        row[Q["pend_work"]] = work.sum() * u * lim
+        row[Q["pend_eligible_work"]] = work[eligible].sum() * u * lim
+
+    def _running_features(self, row: np.ndarray, snap: QueueSnapshot, u: float, lim: float) -> None:
+        ru = snap.run_units
+        row[Q["run_limit_p50"]] = _q(np.sort(snap.run_limit), 0.5) * lim
+        elapsed = snap.time - snap.run_start
+        row[Q["run_elapsed_p50"]] = _q(np.sort(elapsed), 0.5) * lim
+        remaining = np.maximum(snap.run_limit - elapsed, 0.0)
+        order = np.argsort(remaining)
+        rem = remaining[order]
+        row[Q["run_remaining_p10"]] = _q(rem, 0.1) * lim
+        row[Q["run_remaining_p50"]] = _q(rem, 0.5) * lim
+        freed = np.cumsum(ru[order])
+        for name, horizon in (
+            ("free_in_1h", 3600.0),
+            ("free_in_6h", 6 * 3600.0),
+            ("free_in_24h", 24 * 3600.0),
+        ):
+            k = int(np.searchsorted(rem, horizon, side="right"))
+            row[Q[name]] = (freed[k - 1] if k else 0) * u
+        row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim
+
+
+def _stream(world, days: float = 4.0) -> list[QueueSnapshot]:
+    """Queue snapshots every sample interval over ``days`` of the world's busiest stretch."""
+    sim = world.sim
+    t0 = world.splits["train"][0][0] + 6 * 86400.0
+    world.restore(world.checkpoint_before(t0))
+    out = []
+    t = sim.now
+    while t < t0 + days * 86400.0:
+        t += world.sample_interval
+        sim.advance(t)
+        out.append(sim.queue_snapshot())
+    return out
+
+
+def test_builder_equals_its_reference_on_a_real_stream(small_world):
+    snaps = _stream(small_world)
+    fast = small_world.new_builder()
+    ref = ReferenceBuilder(fast.total_units, fast.max_limit, fast.window, fast.sample_interval)
+    busy = 0
+    for i, s in enumerate(snaps):
+        a, b = fast.push(s), ref.push(s)
+        assert a.dtype == b.dtype == np.float32 and a.tobytes() == b.tobytes(), i
+        busy += len(s.pend_id) > 0 and len(s.run_id) > 0 and len(fast.recent_waits()) > 0
+        chain = ChainState(
+            now=s.time,
+            pred_units=2,
+            pred_limit=small_world.max_limit,
+            pred_submit=s.time - 7200.0 * (i % 3),
+            pred_start=math.nan if i % 4 == 0 else s.time - 600.0 * (i % 50),
+            succ_units=2,
+            succ_limit=small_world.max_limit,
+            est_start=math.nan if i % 5 == 0 else s.time + 1000.0 * (i % 30) - 3000.0,
+        )
+        assert fast.observe(chain).tobytes() == ref.observe(chain).tobytes(), i
+    got, want = fast.state(), ref.state()
+    for field in want.__slots__:
+        x, y = getattr(got, field), getattr(want, field)
+        assert np.array_equal(x, y, equal_nan=True) if isinstance(y, np.ndarray) else x == y
+    assert len(snaps) >= 500 and busy >= 250, (len(snaps), busy)

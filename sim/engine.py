@@ -479,7 +479,9 @@ class Simulator:
         """:meth:`_after_submissions` and :meth:`_after_events` for ``job`` queued now, on
         ``order`` (the queue with it, changed in place): the free units after, the jobs the
         main passes start (ending with ``job`` if it starts: they stop there) and whether the
-        priorities are still stale; None where that is left to a real probe."""
+        priorities are still stale; None where that is left to a real probe. Keep in step
+        with those methods and :meth:`_main_pass` (tests/sim/test_estimate_start_for.py
+        compares the two ways)."""
         st, cfg = self.state, self.cfg
         now = st.now
         minu = st.minu if st.minu >= 0 else min((j.units for j in st.order), default=1 << 62)

@@ -151,18 +151,21 @@ def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None
     """Choose a saved model's threshold again on validation data (other objective)."""
     import zipfile
 
-    from mirage.agents.common.hindsight import tune_threshold
+    from mirage.agents.common.hindsight import tune_rule
     from mirage.agents.common.model_io import META_NAME, load_model
     from mirage.agents.common.pretrain import predict
     from mirage.dataset import load
+    from mirage.train import guard_in_hours
 
     policy = load_model(path)
     val = load(val_path)
     scores = predict(lambda obs: __import__("torch").as_tensor(policy.score(obs.numpy())), val)
-    threshold, stats = tune_threshold(val, scores, objective, max_overlap)
+    threshold, guard, stats = tune_rule(val, scores, objective, max_overlap)
     meta = dict(policy.meta)
     meta.update(
         threshold=threshold,
+        guard=guard,
+        guard_hours=guard_in_hours(guard, val.meta.get("max_limit")),
         objective=objective,
         max_overlap_hours=max_overlap,
         validation={k: getattr(stats, k) for k in stats.__slots__},

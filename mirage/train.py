@@ -71,7 +71,8 @@ def train_hindsight(
 ) -> tuple[Any, dict[str, Any]]:
     """Learn ``agent`` from ``data``, choose its threshold on ``validation``; returns the
     model and its metadata (which holds the threshold and the validation figures)."""
-    from mirage.agents.common.hindsight import tune_threshold
+    from mirage.agents.common.extractors import fit_input_range
+    from mirage.agents.common.hindsight import tune_rule
     from mirage.agents.common.pretrain import predict, seed_everything
 
     if data.obs(np.arange(1)).shape[1:] != validation.obs(np.arange(1)).shape[1:]:
@@ -83,6 +84,7 @@ def train_hindsight(
     if agent in ("dqn", "moe-dqn") and not online_steps:
         kwargs["buffer_size"] = OFFLINE_BUFFER
     model = module.build(SpacesEnv(shape), seed, **kwargs)
+    fit_input_range(getattr(model, "policy", None) or model.net, data.hist, data.ctx)
     began = time.process_time()
     stats = module.pretrain(model, data, seed, progress=progress, **pretrain_kwargs)
     if online_steps:
@@ -93,7 +95,7 @@ def train_hindsight(
     cpu = time.process_time() - began
     scores = predict(module.score(model), validation)
     objective = str(objective or getattr(module, "OBJECTIVE", "abs_gap"))
-    threshold, val = tune_threshold(validation, scores, objective, max_overlap)
+    threshold, guard, val = tune_rule(validation, scores, objective, max_overlap)
     meta = {
         "trace": data.meta.get("trace"),
         "total_units": data.meta.get("total_units"),
@@ -106,6 +108,8 @@ def train_hindsight(
         "validation_data": {k: validation.meta.get(k) for k in ("split", "episodes_asked", "seed")},
         "decide_within": None,
         "threshold": threshold,
+        "guard": guard,
+        "guard_hours": guard_in_hours(guard, data.meta.get("max_limit")),
         "objective": objective,
         "max_overlap_hours": max_overlap,
         "validation": {k: getattr(val, k) for k in val.__slots__},
@@ -117,6 +121,11 @@ def train_hindsight(
         "feature_version": FEATURE_VERSION,
     }
     return model, meta
+
+
+def guard_in_hours(fraction: float | None, max_limit: Any) -> float | None:
+    """A guard (fraction of ``max_limit``) in hours, for people."""
+    return None if fraction is None or not max_limit else round(fraction * max_limit / 3600, 3)
 
 
 def train(

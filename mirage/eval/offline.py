@@ -1,6 +1,7 @@
 """Exact offline evaluation of learned stopping rules from hindsight labels.
 
-A learned agent submits at the first decision where its score reaches its threshold, and
+A learned agent submits at the first decision where its rule fires (its score reaches its
+threshold and its start-estimate guard allows it, :mod:`mirage.agents.common.rule`), and
 waiting does not change the world, so one labelled replay of a chain (the gap of submitting
 at *every* decision, :mod:`mirage.dataset`) gives every such agent's outcome on that chain:
 the same gap :func:`mirage.envs.play` would measure, at the cost of one replay instead of
@@ -22,19 +23,16 @@ from mirage.dataset import HindsightData
 def rule_gaps(data: HindsightData, spec: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Each episode's gap under the saved model ``spec`` and the index of the decision
     where it fired (-1 if it never did: the forced submit at the predecessor's end)."""
-    import torch as th
-
     from mirage.agents.common.model_io import load_model
-    from mirage.agents.common.pretrain import predict
 
     policy = load_model(spec)
     if policy.threshold is None or policy.meta.get("decide_within") is not None:
         raise ValueError(f"{spec}: offline evaluation needs a tuned threshold, no horizon")
 
-    def fn(obs: th.Tensor) -> th.Tensor:
-        return th.as_tensor(policy.score(obs.numpy()))
-
-    fire = predict(fn, data) >= float(policy.threshold)
+    fire = np.zeros(len(data), bool)
+    for i in range(0, len(data), 2048):
+        idx = np.arange(i, min(i + 2048, len(data)))
+        fire[idx] = policy.fires(data.obs(idx))
     gaps = first_fire_gaps(data, fire)
     fired_at = np.full(data.episodes, -1, np.int64)
     idx = np.flatnonzero(fire)

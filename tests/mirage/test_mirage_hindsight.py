@@ -164,13 +164,26 @@ def test_every_agent_learns_from_hindsight_saves_loads_and_decides(
     assert np.isfinite(out.gap)
 
 
-def test_moe_gate_routes_and_a_collapsed_gate_is_caught(tiny_data):
+def test_load_levels_cut_the_reactive_gap():
+    from mirage.agents import moe_dqn
+
+    d = hand_data([[0.0]] * 5, [0.0, 0.4 * H, 2 * H, 6 * H, 30 * H])
+    assert list(moe_dqn.load_levels(d, 4)) == [0, 0, 1, 2, 3]
+    assert list(moe_dqn.expert_groups(d, 4, "load")) == [0, 0, 1, 2, 3]
+    with pytest.raises(ValueError, match="routing"):
+        moe_dqn.expert_groups(d, 4, "weather")
+
+
+@pytest.mark.parametrize("routing", ["time", "load"])
+def test_moe_gate_routes_and_a_collapsed_gate_is_caught(tiny_data, routing):
     from mirage.agents import moe_dqn
     from mirage.train import train_hindsight
 
     # 288 decisions are few for four 128x128 experts: more passes than the default's 12
-    model, _ = train_hindsight("moe-dqn", tiny_data, tiny_data, seed=0, iterations=30)
-    slices = moe_dqn.time_slices(tiny_data, 4)
+    model, _ = train_hindsight(
+        "moe-dqn", tiny_data, tiny_data, seed=0, iterations=30, routing=routing
+    )
+    slices = moe_dqn.expert_groups(tiny_data, 4, routing)
     usage = moe_dqn.gate_usage(model, tiny_data, groups=slices)
     assert not moe_dqn.collapsed(usage), usage
     # experts specialise: the slices are not all routed to the same expert

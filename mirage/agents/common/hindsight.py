@@ -6,6 +6,9 @@ of every submit time of its chains. A policy that submits at the first decision 
 score reaches a threshold therefore has an exactly known outcome on that data: the gap at
 that decision, or the chain's end gap if it never fires. Thresholds are tuned this way on
 validation data.
+
+The learned agents' rule (:func:`mirage.agents.common.rule.fires`) also has a start-estimate
+guard; :func:`tune_rule` chooses its threshold and guard together on validation data.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from mirage.agents.common.rule import fires
 from mirage.dataset import HindsightData
+
+GUARD_HOURS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, np.inf)
+"""Candidate guards (hours before the predecessor's end) tried by :func:`tune_rule`;
+``inf`` is no guard."""
 
 UNINTERRUPTED = 600.0
 """A chain is uninterrupted when its gap is at most 10 min (overlap allowed): the paper's
@@ -91,6 +99,37 @@ class GapStats:
         )
 
 
+def tune_rule(
+    data: HindsightData,
+    score: np.ndarray,
+    objective: str = "abs_gap",
+    max_overlap: float | None = None,
+    guard_hours: tuple[float, ...] = GUARD_HOURS,
+) -> tuple[float, float | None, GapStats]:
+    """The threshold and guard (:func:`fires`) best on ``data`` (see :func:`tune_threshold`
+    for the objectives); the guard as a fraction of ``max_limit``, ``None`` for none."""
+    hours = float(data.meta["max_limit"]) / 3600.0
+    best: tuple[Any, float, float | None, GapStats] | None = None
+    for g in guard_hours:
+        guard = None if not np.isfinite(g) else g / hours
+        allowed = fires(np.zeros(len(data)), data.ctx, 0.0, guard)
+        t, st = tune_threshold(data, np.where(allowed, score, -np.inf), objective, max_overlap)
+        key = _key(st, objective, max_overlap)
+        if best is None or key < best[0]:
+            best = (key, t, guard, st)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def _key(st: GapStats, objective: str, max_overlap: float | None) -> tuple[Any, ...]:
+    if objective == "abs_gap":
+        return (st.abs_gap,)
+    if objective == "uninterrupted":
+        over = max_overlap is not None and st.overlap > max_overlap
+        return (over, -st.uninterrupted, st.abs_gap)
+    raise ValueError(f"unknown objective {objective!r}")
+
+
 def tune_threshold(
     data: HindsightData,
     score: np.ndarray,
@@ -101,18 +140,13 @@ def tune_threshold(
     """The threshold on ``score`` (submit at the first decision with ``score >= t``) that
     is best on ``data``: least mean ``|gap|`` (``abs_gap``), or the highest uninterrupted
     share with mean overlap at most ``max_overlap`` hours (``uninterrupted``)."""
-    qs = np.quantile(score, np.linspace(0.0, 1.0, candidates))
+    finite = score[np.isfinite(score)]
+    qs = np.quantile(finite, np.linspace(0.0, 1.0, candidates)) if finite.shape[0] else []
     grid = np.unique(np.concatenate([qs, [np.inf]]))
     best: tuple[Any, float, GapStats] | None = None
     for t in grid:
         st = GapStats.of(first_fire_gaps(data, score >= t))
-        if objective == "abs_gap":
-            key: Any = (st.abs_gap,)
-        elif objective == "uninterrupted":
-            over = max_overlap is not None and st.overlap > max_overlap
-            key = (over, -st.uninterrupted, st.abs_gap)
-        else:
-            raise ValueError(f"unknown objective {objective!r}")
+        key = _key(st, objective, max_overlap)
         if best is None or key < best[0]:
             best = (key, float(t), st)
     assert best is not None

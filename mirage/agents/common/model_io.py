@@ -14,6 +14,7 @@ import numpy as np
 
 from hpcbase.atomic import atomic_path
 from mirage.agents.common.policy import Decision, DecisionContext
+from mirage.agents.common.rule import fires
 from mirage.observation import FEATURE_VERSION
 
 META_NAME = "mirage.json"
@@ -71,7 +72,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 class LearnedPolicy:
     """A trained model behind the :class:`Policy` interface. A model with a tuned
     ``threshold`` in its metadata submits once its score (see :data:`ALGO_MODULES`) reaches
-    it; an older one acts greedily."""
+    it, unless its start-estimate ``guard`` holds it back
+    (:func:`~mirage.agents.common.rule.fires`); an older one acts greedily."""
 
     needs_observation = True
 
@@ -81,6 +83,7 @@ class LearnedPolicy:
         self.name = name
         self.obs_shape = tuple(meta["obs_shape"])
         self.threshold = meta.get("threshold")
+        self.guard = meta.get("guard")
         self._score = (
             algo_module(meta["agent"]).score(model) if self.threshold is not None else None
         )
@@ -96,6 +99,11 @@ class LearnedPolicy:
         with th.no_grad():
             return self._score(th.as_tensor(obs, dtype=th.float32)).numpy()
 
+    def fires(self, obs: np.ndarray) -> np.ndarray:
+        """Whether the tuned rule submits, for a batch of observations."""
+        assert self.threshold is not None
+        return fires(self.score(obs), obs[:, -1], float(self.threshold), self.guard)
+
     def decide(self, ctx: DecisionContext) -> Decision:
         if ctx.obs.shape != self.obs_shape:
             raise ModelError(
@@ -105,8 +113,7 @@ class LearnedPolicy:
         if within is not None and ctx.chain.pred_remaining > within:
             return Decision.WAIT  # trained to decide only in the last `within` seconds
         if self.threshold is not None:
-            fire = float(self.score(ctx.obs[None])[0]) >= float(self.threshold)
-            return Decision.SUBMIT if fire else Decision.WAIT
+            return Decision.SUBMIT if self.fires(ctx.obs[None])[0] else Decision.WAIT
         action, _ = self.model.predict(ctx.obs, deterministic=True)
         return Decision.SUBMIT if int(action) == 1 else Decision.WAIT
 

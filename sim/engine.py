@@ -43,6 +43,27 @@ _NAN = math.nan
 
 
 @dataclass(frozen=True, slots=True)
+class BackfillCycle:
+    """Opt-in sub-second timing of slurmctld (``Simulator(cycle=...)``); off by default,
+    when backfill passes fall on multiples of ``bf_interval`` and a job's end is processed
+    in the second its run time ends.
+
+    With it, Slurm 22.05's backfill thread is a free-running loop: it sleeps ``bf_interval``
+    after each wake-up, and a wake-up that finds work (a job pending, or anything changed
+    since the last pass: a pass itself updates the pending jobs, so real Slurm runs one at
+    every wake-up while jobs wait) runs a pass lasting ``cost`` seconds, so the loop
+    drifts later by ``cost`` per pass; idle wake-ups keep the phase. ``phase`` is the
+    first wake-up (seconds after t = 0); ``end_latency`` is the delay from a job's run time
+    ending to slurmctld processing its completion (what frees its units). Times are then
+    fractional.
+    """
+
+    phase: float = 0.0
+    cost: float = 0.0
+    end_latency: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     """A read-only view of a job, as ``scontrol show job`` would give it."""
 
@@ -98,8 +119,10 @@ class Simulator:
         seed: int = 0,
         epoch: float | None = None,
         limits: QosLimits | None = None,
+        cycle: BackfillCycle | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
+        self.cycle = cycle
         self.trace = trace
         unit = trace.unit if trace is not None else (cfg.units or "nodes")
         if total_units is None:
@@ -161,6 +184,10 @@ class Simulator:
         )
         if self._pools is not None:
             self.state.seg_free = list(self._pools.seg_size)
+        if cycle is not None:
+            if cycle.phase < 0 or cycle.cost < 0 or cycle.end_latency < 0:
+                raise ValueError(f"bad backfill cycle {cycle}")
+            self.state.bf_wake = cycle.phase
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
         self._fin_pos: dict[int, int] = {}  # job id -> index in _log
         self.on_start: Callable[[int, float], None] | None = None
@@ -634,16 +661,19 @@ class Simulator:
         bf_int = cfg.bf_interval
         sched_int = cfg.sched_interval
         time_dep = self.prio.time_dependent
+        cycle = self.cycle
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
                 ts = submit_times[st.cursor]
                 if ts < t:
                     t = float(ts)
+            if cycle is not None and bf and (st.bf_dirty or st.pending):
+                t = min(t, self._next_wake())
             # periodic passes that could change something (_can_any_start, inlined)
             free = st.free
             if free > 0 and free >= (st.minu if st.minu >= 0 else self._min_pending_units()):
-                if bf and st.bf_dirty:
+                if bf and st.bf_dirty and cycle is None:
                     tb = math.ceil(st.now / bf_int) * bf_int
                     if tb <= st.now and st.bf_ran_at == st.now:
                         tb += bf_int
@@ -688,7 +718,11 @@ class Simulator:
                 events = True
                 st.main_dirty = True
             # 4. the backfill loop: it sees this second's submissions, not its job ends
-            if bf and t % bf_int == 0 and st.bf_ran_at != t:
+            if cycle is not None:
+                if bf and t == self._next_wake():
+                    self._cycle_wake(events)
+                    events = False
+            elif bf and t % bf_int == 0 and st.bf_ran_at != t:
                 st.bf_ran_at = t
                 if st.bf_dirty or events:
                     if self._can_any_start():
@@ -710,6 +744,31 @@ class Simulator:
                 events = True
                 st.main_dirty = True
             self._after_events(events)
+
+    def _next_wake(self) -> float:
+        """The backfill loop's next wake-up at or after now (BackfillCycle): idle wake-ups
+        since the last pass kept the phase."""
+        st = self.state
+        w = st.bf_wake
+        if w < st.now:
+            step = self.cfg.bf_interval
+            w += math.ceil((st.now - w) / step) * step
+            st.bf_wake = w
+        return w
+
+    def _cycle_wake(self, events: bool) -> None:
+        """A wake-up of the free-running backfill loop: with work, a pass that delays the
+        next wake-up by its cost; without, the next wake-up one ``bf_interval`` later."""
+        st = self.state
+        assert self.cycle is not None
+        st.bf_ran_at = st.now
+        nxt = st.now + self.cfg.bf_interval
+        if st.bf_dirty or events or st.pending:
+            if self._can_any_start():
+                self._backfill_pass()
+            st.bf_dirty = False
+            nxt += self.cycle.cost
+        st.bf_wake = nxt
 
     def _after_submissions(self) -> None:
         """Slurm may delay scheduling batch submissions by ``batch_sched_delay``: the main
@@ -996,6 +1055,8 @@ class Simulator:
         st.minu = -1
         st.running[job.id] = job
         end = now + min(job.runtime, job.limit)
+        if self.cycle is not None:
+            end += self.cycle.end_latency
         job.end = end
         self._push(end, _END, job)
         insort(st.ends, (_round_end(now + job.limit, self.cfg.bf_resolution), job.seq, job.units))

@@ -111,6 +111,7 @@ class SimState:
     full_main_due: bool = False  # a full main pass is due at the next sched_interval
     n_backfilled: int = 0
     bf_ran_at: float = -math.inf
+    bf_wake: float = math.nan  # the backfill loop's next wake-up (BackfillCycle only)
     main_ran_at: float = -math.inf
     kick_at: float = -math.inf  # the pending delayed main-scheduler run (batch_sched_delay)
     seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment

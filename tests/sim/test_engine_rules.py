@@ -8,7 +8,7 @@ import pytest
 
 from hpcbase.jobs import JobSpec, JobState
 from sim.config import SlurmConfig
-from sim.engine import Simulator
+from sim.engine import BackfillCycle, Simulator
 from tests.sim.simhelpers import make_trace, starts
 
 BUILTIN = SlurmConfig(scheduler_type="sched/builtin")
@@ -48,6 +48,55 @@ def test_backfill_sees_a_job_end_one_pass_later_the_main_scheduler_at_once():
     sim = Simulator(make_trace([rows[0], rows[1], rows[3]]))
     sim.run()
     assert starts(sim)[3] == 60.0
+
+
+# The main scheduler waits for batch submissions longer than these examples last, so every
+# start below is the backfill loop's (or the main scheduler's at a job end).
+CYCLING = SlurmConfig(bf_interval=1.0, batch_sched_delay=100.0)
+
+
+def test_free_running_backfill_cycle_drifts_by_each_passs_run_time():
+    # 10 nodes. Job 1 (7 nodes) runs long; job 2 (10 nodes) waits behind it all along, so
+    # every wake-up finds work and runs a pass of 0.125 s: wake-ups at 0.5 (job 1 starts),
+    # then 0.5 + 1.125 = 1.625, 2.75, 3.875, 5.0, 6.125. Jobs 3-5 (1 node, limit 10) fit
+    # before job 2's reservation and start at the first wake-up after their submission.
+    rows = [(0, 500, 1000, 7), (0, 10, 1000, 10), (3, 200, 10, 1), (4, 200, 10, 1), (5, 200, 10, 1)]
+    sim = Simulator(make_trace(rows), CYCLING, cycle=BackfillCycle(phase=0.5, cost=0.125))
+    sim.run(until=20)
+    s = {j: sim.job(j).start for j in range(1, 6) if j != 2}
+    assert s == {1: 0.5, 3: 3.875, 4: 5.0, 5: 5.0}  # 5 arrives in the second of a wake-up
+    # Off by default: passes on whole multiples of bf_interval.
+    sim = Simulator(make_trace(rows), CYCLING)
+    sim.run(until=20)
+    assert [sim.job(j).start for j in (1, 3, 4, 5)] == [0.0, 3.0, 4.0, 5.0]
+
+
+def test_idle_backfill_wake_ups_keep_the_phase():
+    # Job 1 starts at the wake-up of 0.25 (a pass: next wake-up 1.375); then nothing waits,
+    # so the wake-ups of 1.375 ... 4.375 are idle and cost nothing. Job 1's end at 5.25 is
+    # work for the wake-up of 5.375 (next: 6.5); those of 6.5 ... 9.5 are idle again, and
+    # job 2, submitted at 10, starts at 10.5 (not 10.5 + 8 x 0.125).
+    sim = Simulator(
+        make_trace([(0, 5, 10, 2), (10, 5, 10, 2)]),
+        CYCLING,
+        cycle=BackfillCycle(phase=0.25, cost=0.125),
+    )
+    sim.run()
+    assert starts(sim) == {1: 0.25, 2: 10.5}
+
+
+def test_completion_latency_delays_the_freed_units():
+    # Job 1 (10 nodes) starts at 0.5 and runs 5 s; slurmctld processes its end 0.25 s later,
+    # at 5.75, when the main scheduler starts job 2 (waiting for all 10 nodes) at once.
+    sim = Simulator(
+        make_trace([(0, 5, 100, 10), (0, 5, 100, 10)]),
+        CYCLING,
+        cycle=BackfillCycle(phase=0.5, end_latency=0.25),
+    )
+    sim.run()
+    rec = {r.job_id: r for r in sim.records}
+    assert rec[1].start == 0.5 and rec[1].end == 5.75
+    assert rec[2].start == 5.75 and not rec[2].backfill
 
 
 def test_without_backfill_the_main_scheduler_keeps_strict_order():

@@ -9,6 +9,8 @@ its job ends (real Slurm's backfill loop sees a job end a pass later; the main s
 it at once). Scheduler
 passes are skipped when they cannot change anything (nothing happened since the last one,
 or no eligible pending job fits in the free units); the outcome is the same as running them.
+Opt-in, :class:`BackfillCycle` replaces the whole-second backfill ticks with Slurm's
+free-running loop and delays job ends by a completion latency (sub-second times).
 """
 
 from __future__ import annotations

@@ -181,10 +181,11 @@ _LOG = {
     "start": re.compile(_STAMP + r"sched/backfill: _start_job: Started JobId=(\d+) "),
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
 }
-# The lines of a slurmctld log that --ctld-log keeps beside the rows (gzipped).
+# The lines of a slurmctld log that --ctld-log keeps beside the rows (gzipped): the timing,
+# and the backfill plans that bench/fidelity_log_check.py reads.
 TIMING_LINES = re.compile(
     r"_slurm_rpc_submit_batch_job: JobId|_attempt_backfill: beginning|_start_job: Started"
-    r"|_job_complete: JobId=\d+ done"
+    r"|_job_complete: JobId=\d+ done|_dump_job_sched: JobId"
 )
 
 
@@ -323,7 +324,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--seed", type=int, help="workload seed (default 7; with --load: the saved run's)"
+    )
     ap.add_argument("--save", type=Path, help="write the real and simulated rows as JSON")
     ap.add_argument(
         "--load", type=Path, nargs="+", help="reuse real-Slurm rows saved by --save (one or more)"
@@ -346,11 +349,11 @@ def main() -> int:
             conf = Path(d) / "slurm.conf"
             if path is not None:
                 saved = json.loads(path.read_text())
-                seed = saved_seed(path, saved)
+                seed = args.seed if args.seed is not None else saved_seed(path, saved)
                 rows = saved["real"]
                 conf.write_text(saved["slurm_conf"])
             else:
-                seed = args.seed
+                seed = 7 if args.seed is None else args.seed
                 extra = Path(d) / "sched.conf"
                 extra.write_text(SCHED + (DEBUG if args.ctld_log else ""))
                 rows = run_workload(

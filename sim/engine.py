@@ -670,7 +670,9 @@ class Simulator:
                 ts = submit_times[st.cursor]
                 if ts < t:
                     t = float(ts)
-            if cycle is not None and bf and (st.bf_dirty or st.pending):
+            # with jobs pending, every wake-up runs a pass (and drifts) while anything else
+            # is still to come; once nothing is, no pass could change anything
+            if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
                 t = min(t, self._next_wake())
             # periodic passes that could change something (_can_any_start, inlined)
             free = st.free

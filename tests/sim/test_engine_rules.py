@@ -99,6 +99,17 @@ def test_completion_latency_delays_the_freed_units():
     assert rec[2].start == 5.75 and not rec[2].backfill
 
 
+def test_backfill_cycle_ends_with_a_job_that_can_never_start():
+    # A job whose dependency can never be met stays pending: the free-running loop must not
+    # keep the run going once nothing else is to come.
+    sim = Simulator(make_trace([], total=10), CYCLING, cycle=BackfillCycle(0.5, 0.125, 0.25))
+    bad = sim.submit(JobSpec(units=1, limit=100, runtime=40, exit_code=1))
+    never = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"afterok:{bad}"))
+    sim.run()
+    assert sim.job(bad).state is JobState.FAILED and sim.job(bad).end == 40.75
+    assert sim.job(never).state is JobState.PENDING and sim.next_event_time() == math.inf
+
+
 def test_without_backfill_the_main_scheduler_keeps_strict_order():
     sim = Simulator(make_trace([(0, 100, 100, 8), (1, 10, 100, 10), (2, 50, 60, 2)]), BUILTIN)
     sim.run()

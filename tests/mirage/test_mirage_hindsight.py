@@ -179,12 +179,17 @@ def test_moe_gate_routes_and_a_collapsed_gate_is_caught(tiny_data, routing):
     from mirage.agents import moe_dqn
     from mirage.train import train_hindsight
 
+    data = tiny_data
+    if routing == "load":  # six chains of one short slice: give them four load levels
+        from dataclasses import replace
+
+        levels = np.array([0.1, 1.0, 5.0, 20.0, 0.2, 8.0])[: data.episodes] * H
+        data = replace(data, ep_end_gap=levels)
+        assert len(set(moe_dqn.load_levels(data, 4))) == 4
     # 288 decisions are few for four 128x128 experts: more passes than the default's 12
-    model, _ = train_hindsight(
-        "moe-dqn", tiny_data, tiny_data, seed=0, iterations=30, routing=routing
-    )
-    slices = moe_dqn.expert_groups(tiny_data, 4, routing)
-    usage = moe_dqn.gate_usage(model, tiny_data, groups=slices)
+    model, _ = train_hindsight("moe-dqn", data, data, seed=0, iterations=30, routing=routing)
+    slices = moe_dqn.expert_groups(data, 4, routing)
+    usage = moe_dqn.gate_usage(model, data, groups=slices)
     assert not moe_dqn.collapsed(usage), usage
     # experts specialise: the slices are not all routed to the same expert
     dominant = {int(np.argmax(w)) for w in usage["by_group"].values()}
@@ -193,4 +198,4 @@ def test_moe_gate_routes_and_a_collapsed_gate_is_caught(tiny_data, routing):
         gate = moe_dqn.gate_of(model.policy).gate
         gate.weight.zero_()
         gate.bias.copy_(th.tensor([50.0, 0.0, 0.0, 0.0]))
-    assert moe_dqn.collapsed(moe_dqn.gate_usage(model, tiny_data))
+    assert moe_dqn.collapsed(moe_dqn.gate_usage(model, data))

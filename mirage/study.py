@@ -425,6 +425,7 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
     expert overall, by time slice of the period (the experts' training slices) and by load
     level, and whether it collapsed onto one expert (``moe-gate.md`` in ``out``)."""
     from mirage.agents.common.model_io import load_model
+    from mirage.agents.moe_dqn import ROUTING as moe_routing
     from mirage.agents.moe_dqn import collapsed, gate_usage, time_slices
     from mirage.dataset import load
 
@@ -434,8 +435,10 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
     lines = [
         "## MoE-DQN gate on the validation decisions",
         "",
-        "Mean gate weight per expert (- where no decision has that load); slices are the "
-        "contiguous quarters of the period each expert was taught to own.",
+        "Mean gate weight per expert (- where no decision has that load); time slices are "
+        "the contiguous quarters of the period; load levels are those of the tables (low "
+        "<= 2 h, medium <= 12 h, heavy). Each expert was taught to own one group "
+        f"(`mirage.agents.moe_dqn.ROUTING`: {moe_routing!r}).",
         "",
         "| model | overall | by time slice 0 / 1 / 2 / 3 | by load low / medium / heavy "
         "| collapsed |",

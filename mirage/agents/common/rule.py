@@ -5,9 +5,11 @@ The guard does not fire while the scheduler's own estimate says a successor subm
 would start more than ``guard`` (a fraction of ``max_limit``) before the predecessor ends.
 That estimate assumes every running job uses its whole limit, so real starts come no later
 than it (unless higher-priority work arrives): a successor it places well before the
-predecessor's end would overlap, whatever the queue statistics say. It is what keeps a
-model from firing early on a light queue that its history features misread as heavy.
-Both parts are chosen on validation data (:func:`mirage.agents.common.hindsight.tune_rule`).
+predecessor's end would overlap, whatever the queue statistics say. But an early estimate
+(a free node now) need not last: holding back until the estimate nears the end can find the
+hole taken. So the guard is a tuned choice, ``None`` among the candidates: both parts are
+chosen on validation data (:func:`mirage.agents.common.hindsight.tune_rule`). Every HPC2N
+model chose a guard (it lets them pre-submit on a light queue); on LS6 most did not.
 """
 
 from __future__ import annotations

@@ -213,22 +213,7 @@ class Simulator:
         for d in deps:
             if d.target is not None and not self._known(d.target):
                 raise ValueError(f"dependency on unknown job {d.target}")
-        job = self._new_job(
-            jid,
-            -1,
-            spec.units,
-            spec.limit,
-            spec.runtime,
-            spec.user,
-            spec.group,
-            spec.name,
-            submit,
-            spec.begin,
-            deps,
-            spec.partition,
-            spec.qos_factor,
-            spec.exit_code,
-        )
+        job = self._spec_job(jid, spec, submit, deps)
         why = self._reject_reason(job)
         if why is not None and (submit <= st.now or why != REASON_SUBMIT):
             raise ValueError(f"job {jid} rejected at submission: {why}")
@@ -476,22 +461,7 @@ class Simulator:
             or spec.limit <= 0
         ):
             return None
-        job = self._new_job(
-            jid,
-            -1,
-            spec.units,
-            spec.limit,
-            spec.runtime,
-            spec.user,
-            spec.group,
-            spec.name,
-            now,
-            None,
-            [],
-            spec.partition,
-            spec.qos_factor,
-            spec.exit_code,
-        )
+        job = self._spec_job(jid, spec, now, [])  # spec.begin is None here
         if self._rejects and self._reject_reason(job) is not None:
             return None
         job.seq = st.seq + 1
@@ -811,6 +781,25 @@ class Simulator:
             st.main_ran_at = t
 
     # ------------------------------------------------------------------ job lifecycle
+    def _spec_job(self, jid: int, spec: JobSpec, submit: float, deps: list[Dependency]) -> SimJob:
+        """The job of an injected ``spec`` (:meth:`submit`, :meth:`estimate_start_for`)."""
+        return self._new_job(
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            submit,
+            spec.begin,
+            deps,
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
+        )
+
     def _new_job(
         self,
         jid: int,

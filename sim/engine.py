@@ -10,7 +10,8 @@ it at once). Scheduler
 passes are skipped when they cannot change anything (nothing happened since the last one,
 or no eligible pending job fits in the free units); the outcome is the same as running them.
 Opt-in, :class:`BackfillCycle` replaces the whole-second backfill ticks with Slurm's
-free-running loop and delays job ends by a completion latency (sub-second times).
+free-running loop, delays job ends by a completion latency and may hold every start while a
+job completes (sub-second times).
 """
 
 from __future__ import annotations
@@ -56,13 +57,19 @@ class BackfillCycle:
     every wake-up while jobs wait) runs a pass lasting ``cost`` seconds, so the loop
     drifts later by ``cost`` per pass; idle wake-ups keep the phase. ``phase`` is the
     first wake-up (seconds after t = 0); ``end_latency`` is the delay from a job's run time
-    ending to slurmctld processing its completion (what frees its units). Times are then
-    fractional.
+    ending to slurmctld processing its completion (what frees its units). ``completing`` is
+    the epilog round trip to slurmd that follows: the node stays COMPLETING that long, and
+    neither scheduler starts a job meanwhile (the model has no nodes: none starts at all,
+    exact on a one-node cluster); the epilog's completion then runs the main scheduler.
+    With ``completing_window``, only an end processed within that many seconds after a
+    backfill pass began is held so (the others are free at once). Times are then fractional.
     """
 
     phase: float = 0.0
     cost: float = 0.0
     end_latency: float = 0.0
+    completing: float = 0.0
+    completing_window: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +194,9 @@ class Simulator:
         if self._pools is not None:
             self.state.seg_free = list(self._pools.seg_size)
         if cycle is not None:
-            if cycle.phase < 0 or cycle.cost < 0 or cycle.end_latency < 0:
+            if min(cycle.phase, cycle.cost, cycle.end_latency, cycle.completing) < 0 or not (
+                cycle.completing_window > 0
+            ):
                 raise ValueError(f"bad backfill cycle {cycle}")
             self.state.bf_wake = cycle.phase
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
@@ -686,7 +695,8 @@ class Simulator:
                     self._check_eligible(job)
                 events = True
                 st.main_dirty = True
-            # 3. the delayed main-scheduler run for batch submissions
+            # 3. the delayed main-scheduler run for batch submissions (or a job's epilog
+            # completing, BackfillCycle.completing)
             while heap and heap[0][0] == t and heap[0][1] == _KICK:
                 heapq.heappop(heap)
                 events = True
@@ -715,6 +725,14 @@ class Simulator:
                     else:
                         state = JobState.COMPLETED
                     self._release(job, state)
+                    if (
+                        cycle is not None
+                        and cycle.completing > 0
+                        and t - st.bf_pass_at < cycle.completing_window
+                    ):
+                        # the epilog completes later: no starts until then, then a main pass
+                        st.cg_until = max(st.cg_until, t + cycle.completing)
+                        self._push(st.cg_until, _KICK, None)
                 events = True
                 st.main_dirty = True
             self._after_events(events)
@@ -738,6 +756,7 @@ class Simulator:
         st.bf_ran_at = st.now
         nxt = st.now + self.cfg.bf_interval
         if st.bf_dirty or events or st.pending:
+            st.bf_pass_at = st.now
             if self._can_any_start():
                 self._backfill_pass()
             st.bf_dirty = False
@@ -1165,6 +1184,8 @@ class Simulator:
 
     def _can_any_start(self) -> bool:
         st = self.state
+        if st.now < st.cg_until:  # a job's epilog is still running (BackfillCycle.completing)
+            return False
         return st.free > 0 and st.free >= self._min_pending_units()
 
     def _refresh_priorities(self) -> bool:

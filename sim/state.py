@@ -114,6 +114,8 @@ class SimState:
     bf_wake: float = math.nan  # the backfill loop's next wake-up (BackfillCycle only)
     main_ran_at: float = -math.inf
     kick_at: float = -math.inf  # the pending delayed main-scheduler run (batch_sched_delay)
+    bf_pass_at: float = -math.inf  # when the last backfill pass began (BackfillCycle only)
+    cg_until: float = -math.inf  # no job starts before: an epilog runs (BackfillCycle only)
     seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment
     # per user, for QOS limits: [running jobs, nodes, CPUs, pending + running jobs]
     user_use: dict[int, list[int]] = field(default_factory=dict)

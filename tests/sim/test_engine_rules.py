@@ -99,6 +99,42 @@ def test_completion_latency_delays_the_freed_units():
     assert rec[2].start == 5.75 and not rec[2].backfill
 
 
+def test_an_epilog_in_progress_holds_every_start_then_runs_the_main_scheduler():
+    # As above, but the node stays COMPLETING 0.5 s after job 1's end is processed (5.75):
+    # nothing starts before 6.25, when the main scheduler starts job 2, before the wake-up
+    # of 6.5.
+    rows = [(0, 5, 100, 10), (0, 5, 100, 10)]
+    cycle = BackfillCycle(phase=0.5, end_latency=0.25, completing=0.5)
+    sim = Simulator(make_trace(rows), CYCLING, cycle=cycle)
+    sim.run()
+    rec = {r.job_id: r for r in sim.records}
+    assert rec[1].end == 5.75 and rec[2].start == 6.25 and not rec[2].backfill
+
+
+def test_the_completing_pause_blocks_backfill_and_follows_only_ends_near_a_pass():
+    # 10 nodes; wake-ups at 0.5, 1.5, ... (cost 0). Job 1 (6 nodes) ends at 5.5, processed
+    # at 5.75; job 2 (4 nodes) runs to 40.75; job 3 (10 nodes) waits for both, and blocks
+    # the main scheduler. Job 4 (6 nodes, limit 20) fits the hole job 1 leaves: the backfill
+    # wake-up of 6.5 starts it.
+    rows = [(0, 5, 100, 6), (0, 40, 100, 4), (0, 10, 100, 10), (1, 10, 20, 6)]
+
+    def job4_start(**kw: float) -> float:
+        cycle = BackfillCycle(phase=0.5, end_latency=0.25, **kw)
+        sim = Simulator(make_trace(rows), CYCLING, cycle=cycle)
+        sim.run(until=20)
+        assert sim.job(4).backfill
+        return sim.job(4).start
+
+    assert job4_start() == 6.5
+    # Completing until 6.75: the pass of 6.5 can start nothing, the main scheduler at 6.75
+    # stops at job 3, and job 4 waits for the wake-up of 7.5.
+    assert job4_start(completing=1.0) == 7.5
+    # Job 1's end comes 0.25 s after the pass of 5.5 began: a window of 0.3 s holds it, one
+    # of 0.2 s does not.
+    assert job4_start(completing=1.0, completing_window=0.3) == 7.5
+    assert job4_start(completing=1.0, completing_window=0.2) == 6.5
+
+
 def test_backfill_cycle_ends_with_a_job_that_can_never_start():
     # A job whose dependency can never be met stays pending: the free-running loop must not
     # keep the run going once nothing else is to come.

@@ -195,12 +195,13 @@ _LOG = {
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
 }
 # The lines of a slurmctld log that --ctld-log keeps beside the rows (gzipped): the timing
-# (with the epilog round trip and the main scheduler's starts),
+# (with the epilog round trip, the main scheduler's runs and starts),
 # and the backfill plans that bench/fidelity_log_check.py reads.
 TIMING_LINES = re.compile(
     r"_slurm_rpc_submit_batch_job: JobId|_attempt_backfill: beginning|_start_job: Started"
     r"|_job_complete: JobId=\d+ done|_dump_job_sched: JobId"
     r"|_slurm_rpc_epilog_complete: JobId|sched: Allocate JobId|backfill: completed testing"
+    r"|sched: Running job scheduler|Spawning RPC agent for msg_type REQUEST_TERMINATE_JOB"
 )
 
 

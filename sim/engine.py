@@ -502,7 +502,7 @@ class Simulator:
         full_main = st.full_main_due and cfg.sched_interval > 0 and now % cfg.sched_interval == 0
         if not (main_dirty or full_main or now >= st.calc_next):
             return free, started, stale
-        can_start = free > 0 and free >= minu
+        can_start = free > 0 and free >= minu and now >= st.cg_until
         if can_start and now >= st.calc_next and stale:
             stale = False
             if self._refresh_copy(order, started):
@@ -522,7 +522,7 @@ class Simulator:
             started.extend(picked)
             free -= sum(j.units for j in picked)
             minu = min((j.units for j in order), default=1 << 62)
-            can_start = free > 0 and free >= minu
+            can_start = free > 0 and free >= minu and now >= st.cg_until
         return free, started, stale
 
     def _estimate_by_probe(self, spec: JobSpec) -> float | None:

@@ -23,9 +23,11 @@ seconds, a job end processed in the second its run ends, seen by the backfill pa
 second later); ``cycle`` (the default here) replays with ``sim.engine.BackfillCycle``: the
 backfill loop free-running (``bf_interval`` plus each pass's run time), each job running its
 sleep and its end reaching slurmctld ``end_latency`` later, submissions at their sub-second
-times. A run saved with ``--ctld-log`` carries its own measured timing (first backfill
-wake-up, pass run time, completion latency, each submission to the millisecond); other
-runs use ``DEFAULT_TIMING``, fitted on the seven runs saved before issue 13's item 5.
+times, and no start for ``completing`` (0.94 s) after an end that reaches slurmctld within
+``completing_window`` (30 ms) after a backfill pass began. A run saved with ``--ctld-log``
+carries its own measured timing (first backfill wake-up, pass run time, completion latency,
+each submission to the millisecond); other runs use ``DEFAULT_TIMING``, fitted on the seven
+runs saved before issue 13's item 5 (the completing hold on the 15 saved before seed 103).
 
 Targets (issue 2): the same start order for at least 90% of jobs, median start difference
 at most 2 s. "Same order" per job: its place in the start order (how many jobs started

@@ -57,12 +57,13 @@ class BackfillCycle:
     every wake-up while jobs wait) runs a pass lasting ``cost`` seconds, so the loop
     drifts later by ``cost`` per pass; idle wake-ups keep the phase. ``phase`` is the
     first wake-up (seconds after t = 0); ``end_latency`` is the delay from a job's run time
-    ending to slurmctld processing its completion (what frees its units). ``completing`` is
-    the epilog round trip to slurmd that follows: the node stays COMPLETING that long, and
-    neither scheduler starts a job meanwhile (the model has no nodes: none starts at all,
-    exact on a one-node cluster); the epilog's completion then runs the main scheduler.
-    With ``completing_window``, only an end processed within that many seconds after a
-    backfill pass began is held so (the others are free at once). Times are then fractional.
+    ending to slurmctld processing its completion (what frees its units). ``completing``
+    holds every start that long after a job's end is processed (the model has no nodes:
+    neither scheduler starts any job, as on a one-node cluster), then runs the main
+    scheduler, as Slurm does while a node is COMPLETING until its epilog is done. With
+    ``completing_window``, only an end processed within that many seconds after a backfill
+    pass began is held (the benchmark's runs show a second's wait after those ends only; see
+    docs/results.md). Times are then fractional.
     """
 
     phase: float = 0.0

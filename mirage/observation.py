@@ -25,11 +25,12 @@ import numpy as np
 
 from hpcbase.snapshot import QueueSnapshot
 
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 """Bumped whenever the meaning or order of a feature changes; stored with every model.
 2: work-based queue features (pending and running node-hours) and the scheduler's start
 estimate for the successor in the context row. 3: how much of their limits recently ended
-jobs used (``ended_*``), i.e. how far limit-based estimates have been off."""
+jobs used (``ended_*``), i.e. how far limit-based estimates have been off. 4: the waits of
+recently started jobs no larger than the successor (``fit_*`` context features, appended)."""
 
 WINDOW = 144
 """Default history length in samples (24 h of 10-minute samples)."""
@@ -94,11 +95,28 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "est_wait",
     "est_late",
     "est_early",
+    "fit_count",
+    "fit_wait_mean",
+    "fit_wait_p50",
+    "fit_wait_p90",
+    "fit_recent_count",
+    "fit_recent_wait_mean",
 )
 """The chain's own features (the last row of the observation). ``est_*``: the scheduler's
 start estimate for a successor submitted now (``sbatch --test-only`` live, a probe in the
 simulator): known flag, its wait, and how far after (``late``) or before (``early``) the
-predecessor's end it would start, as fractions of ``max_limit``."""
+predecessor's end it would start, as fractions of ``max_limit``. ``fit_*``: the jobs no
+larger than the successor (units) that started within ``wait_horizon`` (``fit_recent_*``:
+within :data:`FIT_RECENT`): their count and waits. A backlog of wide jobs can make the whole
+queue read as heavy while jobs of the chain's size backfill at once; these waits see that."""
+
+CONTEXT_COLUMNS = {3: 13, 4: len(CONTEXT_FEATURES)}
+"""How many context features each feature version has: a version only appends, so a model
+of an older version runs on today's observations with the newer columns zeroed (what it
+saw in training), :func:`for_version`."""
+
+FIT_RECENT = 3 * 3600.0
+"""Horizon (seconds) of the ``fit_recent_*`` context features."""
 
 N_FEATURES = len(QUEUE_FEATURES)
 assert len(CONTEXT_FEATURES) <= N_FEATURES
@@ -106,6 +124,19 @@ Q = {name: i for i, name in enumerate(QUEUE_FEATURES)}
 """Column of each queue feature."""
 C = {name: i for i, name in enumerate(CONTEXT_FEATURES)}
 """Column of each context feature in the last row."""
+
+
+def for_version(obs: np.ndarray, version: int) -> np.ndarray:
+    """Observations ``(..., window + 1, N_FEATURES)`` as a model of feature ``version`` saw
+    them: the context columns that version did not have are zero (a copy only if needed)."""
+    n = CONTEXT_COLUMNS.get(version)
+    if n is None:
+        raise ValueError(f"feature version {version} is not readable by this code")
+    if n == len(CONTEXT_FEATURES):
+        return obs
+    out = np.array(obs, copy=True)
+    out[..., -1, n:] = 0.0
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +178,7 @@ class BuilderState:
     prev_time: float
     start_time: np.ndarray
     start_wait: np.ndarray
+    start_units: np.ndarray
     prev_run_start: np.ndarray
     prev_run_limit: np.ndarray
     prev_run_units: np.ndarray
@@ -219,6 +251,8 @@ class ObservationBuilder:
         self._prev_time = math.nan
         self._start_time = np.empty(0, np.float64)
         self._start_wait = np.empty(0, np.float64)
+        self._start_units = np.empty(0, np.float64)
+        self._fit_cache: dict[int, tuple[float, ...]] = {}
         self._prev_run_start = np.empty(0, np.float64)
         self._prev_run_limit = np.empty(0, np.float64)
         self._prev_run_units = np.empty(0, np.float64)
@@ -262,10 +296,14 @@ class ObservationBuilder:
                 waits = np.where(np.isnan(submits), 0.0, starts - submits)
                 self._start_time = np.concatenate([self._start_time, starts])
                 self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])
+                units = snap.run_units[new].astype(np.float64)
+                self._start_units = np.concatenate([self._start_units, units])
         keep = self._start_time >= snap.time - self.wait_horizon
         if not keep.all():
             self._start_time = self._start_time[keep]
             self._start_wait = self._start_wait[keep]
+            self._start_units = self._start_units[keep]
+        self._fit_cache = {}
         self._track_ends(snap)
         self._prev_ids = snap.pend_id.copy()
         self._prev_submit = snap.pend_submit.copy()
@@ -405,7 +443,29 @@ class ObservationBuilder:
             row[C["est_wait"]] = self._wait(wait)
             row[C["est_late"]] = min(max(late, 0.0) * lim, 4.0)
             row[C["est_early"]] = min(max(-late, 0.0) * lim, 4.0)
+        fit = self._fit_cache.get(chain.succ_units)
+        if fit is None:
+            fit = self._fit_cache[chain.succ_units] = self._fit_features(chain.succ_units)
+        row[C["fit_count"] : C["fit_recent_wait_mean"] + 1] = fit
         return row
+
+    def _fit_features(self, units: int) -> tuple[float, ...]:
+        """The ``fit_*`` context features for a successor of ``units`` (cached per sample)."""
+        fits = self._start_units <= units
+        waits = self._start_wait[fits]
+        if not waits.shape[0]:
+            return (0.0,) * 6
+        sw = _sorted(waits)
+        recent = waits[self._start_time[fits] >= self._prev_time - FIT_RECENT]
+        n_recent = recent.shape[0]
+        return (
+            math.log1p(sw.shape[0]) * self._count_norm,
+            float(self._wait(_mean(sw))),
+            float(self._wait(_q(sw, 0.5))),
+            float(self._wait(_q(sw, 0.9))),
+            math.log1p(n_recent) * self._count_norm,
+            float(self._wait(_mean(recent))) if n_recent else 0.0,
+        )
 
     def observe(self, chain: ChainState) -> np.ndarray:
         """The observation at a decision: history rows (oldest first) + the context row."""
@@ -426,6 +486,7 @@ class ObservationBuilder:
             prev_time=self._prev_time,
             start_time=self._start_time,
             start_wait=self._start_wait,
+            start_units=self._start_units,
             prev_run_start=self._prev_run_start,
             prev_run_limit=self._prev_run_limit,
             prev_run_units=self._prev_run_units,
@@ -445,6 +506,8 @@ class ObservationBuilder:
         self._prev_time = state.prev_time
         self._start_time = state.start_time
         self._start_wait = state.start_wait
+        self._start_units = state.start_units
+        self._fit_cache = {}
         self._prev_run_start = state.prev_run_start
         self._prev_run_limit = state.prev_run_limit
         self._prev_run_units = state.prev_run_units

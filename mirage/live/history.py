@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 #: Normalisation when the partition has no MaxTime (``INFINITE``): 48 h, LS6's maximum.
 DEFAULT_MAX_LIMIT = 48 * 3600.0
-_VERSION = 2  # 2: BuilderState with the ended-job arrays (FEATURE_VERSION 3)
+_VERSION = 3  # 2: ended-job arrays (FEATURE_VERSION 3); 3: started jobs' units (4)
 
 
 class HistoryError(RuntimeError):
@@ -142,7 +142,10 @@ class QueueHistory:
                 d = {k: z[k] for k in z.files}
         except (OSError, ValueError, KeyError) as e:
             raise HistoryError(f"{path}: unreadable queue history ({e})") from e
-        if int(d.get("version", -1)) != _VERSION:
+        version = int(d.get("version", -1))
+        if version == 2:  # before started jobs' units were kept: those starts fit no size
+            d["start_units"] = np.full(d["start_time"].shape, np.nan)
+        elif version != _VERSION:
             log.warning("%s: history of another format version: ignored", path)
             return False
         if int(d["window"]) != self.window or float(d["sample_interval"]) != self.sample_interval:

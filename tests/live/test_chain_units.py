@@ -144,6 +144,24 @@ def test_history_saves_atomically_and_restores(tmp_path):
     assert not other.load()  # another window: ignored, not mixed in
 
 
+def test_history_of_the_previous_format_is_kept(tmp_path):
+    """A version-2 file (before started jobs' units were kept) loads: its rows are kept and
+    its starts count for no chain size until they age out."""
+    h = QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz")
+    for i in range(6):
+        h.push(snap(1000.0 + 5 * i, pend=2 - i % 3, run=i), max_limit=3600.0)
+    h.save()
+    with np.load(tmp_path / "h.npz") as z:
+        d = {k: z[k] for k in z.files if k != "start_units"}
+    assert d["start_time"].shape[0] > 0
+    np.savez(tmp_path / "h.npz", **{**d, "version": 2})
+    g = QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz")
+    assert g.load() and np.array_equal(g.builder.state().rows, h.builder.state().rows)
+    assert np.isnan(g.builder.state().start_units).all()
+    np.savez(tmp_path / "h.npz", **{**d, "version": 1})
+    assert not QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz").load()
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

@@ -35,10 +35,14 @@ class ReferenceBuilder(ObservationBuilder):
                 waits = np.where(np.isnan(submits), 0.0, starts - submits)
                 self._start_time = np.concatenate([self._start_time, starts])
                 self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])
+                units = snap.run_units[new].astype(np.float64)
+                self._start_units = np.concatenate([self._start_units, units])
         keep = self._start_time >= snap.time - self.wait_horizon
         if not keep.all():
             self._start_time = self._start_time[keep]
             self._start_wait = self._start_wait[keep]
+            self._start_units = self._start_units[keep]
+        self._fit_cache = {}
         self._track_ends(snap)
         self._prev_ids = snap.pend_id.copy()
         self._prev_submit = snap.pend_submit.copy()

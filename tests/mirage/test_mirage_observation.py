@@ -9,11 +9,14 @@ import pytest
 
 from hpcbase.snapshot import QueueSnapshot
 from mirage.observation import (
+    CONTEXT_COLUMNS,
     CONTEXT_FEATURES,
+    FEATURE_VERSION,
     N_FEATURES,
     QUEUE_FEATURES,
     ChainState,
     ObservationBuilder,
+    for_version,
 )
 
 H = 3600.0
@@ -190,3 +193,41 @@ def test_fast_helpers_equal_the_numpy_calls_they_replace():
         got = b._wait(s)
         assert np.array_equal(np.float64(got), np.float64(want), equal_nan=True)
         assert np.signbit(got) == np.signbit(want)
+
+
+def test_fit_features_see_only_jobs_no_larger_than_the_successor():
+    b = ObservationBuilder(10, 48 * H, wait_horizon=24 * H)
+    ctx = CONTEXT_FEATURES.index
+    wait = b._wait
+    # pending at 0: a 1-unit job waiting 1 h, an 8-unit job waiting 10 h
+    b.push(snap(0.0, 10, pending=[(1, 1, H, -H, -H), (2, 8, H, -10 * H, -10 * H)]))
+    one = ChainState(600.0, 1, H, 0, 0, 1, H)
+    assert b.observe(one)[-1][ctx("fit_count")] == 0  # nothing seen starting yet
+    # both start at 300 s; a 2-unit job 3 appears and starts unseen (wait 0)
+    running = [(1, 1, H, 300.0), (2, 8, H, 300.0), (3, 2, H, 500.0)]
+    b.push(snap(600.0, 10, running=running))
+    row = b.observe(one)[-1]
+    assert row[ctx("fit_count")] == pytest.approx(math.log1p(1) / math.log1p(10))
+    assert row[ctx("fit_wait_mean")] == pytest.approx(wait(H + 300.0))
+    assert row[ctx("fit_recent_count")] == row[ctx("fit_count")]
+    # a 2-unit successor also sees job 3 (wait 0); an 8-unit one sees all three
+    two = b.observe(ChainState(600.0, 1, H, 0, 0, 2, H))[-1]
+    assert two[ctx("fit_wait_mean")] == pytest.approx(wait((H + 300.0) / 2))
+    eight = b.observe(ChainState(600.0, 1, H, 0, 0, 8, H))[-1]
+    assert eight[ctx("fit_wait_p90")] == pytest.approx(wait(10 * H + 300.0))
+    assert eight[ctx("fit_count")] == pytest.approx(math.log1p(3) / math.log1p(10))
+    # 4 h later the starts are older than FIT_RECENT (3 h) but within the 24 h horizon
+    b.push(snap(600.0 + 4 * H, 10, running=running))
+    later = b.observe(ChainState(600.0 + 4 * H, 1, H, 0, 0, 8, H))[-1]
+    assert later[ctx("fit_count")] == eight[ctx("fit_count")]
+    assert later[ctx("fit_recent_count")] == 0 and later[ctx("fit_recent_wait_mean")] == 0
+
+
+def test_an_older_feature_version_sees_its_own_columns():
+    obs = np.ones((2, 3, N_FEATURES), np.float32)
+    old = for_version(obs, 3)
+    assert np.all(old[:, :-1] == 1) and np.all(old[:, -1, : CONTEXT_COLUMNS[3]] == 1)
+    assert np.all(old[:, -1, CONTEXT_COLUMNS[3] :] == 0) and np.all(obs == 1)
+    assert for_version(obs, FEATURE_VERSION) is obs
+    with pytest.raises(ValueError, match="feature version 1"):
+        for_version(obs, 1)

@@ -15,7 +15,7 @@ import numpy as np
 from hpcbase.atomic import atomic_path
 from mirage.agents.common.policy import Decision, DecisionContext
 from mirage.agents.common.rule import fires
-from mirage.observation import FEATURE_VERSION
+from mirage.observation import CONTEXT_COLUMNS, FEATURE_VERSION, for_version
 
 META_NAME = "mirage.json"
 
@@ -84,6 +84,7 @@ class LearnedPolicy:
         self.obs_shape = tuple(meta["obs_shape"])
         self.threshold = meta.get("threshold")
         self.guard = meta.get("guard")
+        self.feature_version = int(meta["feature_version"])
         self._score = (
             algo_module(meta["agent"]).score(model) if self.threshold is not None else None
         )
@@ -96,6 +97,7 @@ class LearnedPolicy:
         import torch as th
 
         assert self._score is not None
+        obs = for_version(obs, self.feature_version)
         with th.no_grad():
             return self._score(th.as_tensor(obs, dtype=th.float32)).numpy()
 
@@ -114,17 +116,20 @@ class LearnedPolicy:
             return Decision.WAIT  # trained to decide only in the last `within` seconds
         if self.threshold is not None:
             return Decision.SUBMIT if self.fires(ctx.obs[None])[0] else Decision.WAIT
-        action, _ = self.model.predict(ctx.obs, deterministic=True)
+        obs = for_version(ctx.obs, self.feature_version)
+        action, _ = self.model.predict(obs, deterministic=True)
         return Decision.SUBMIT if int(action) == 1 else Decision.WAIT
 
 
 def load_model(path: str | Path) -> LearnedPolicy:
-    """Load a saved model; checks that its feature version matches this code's."""
+    """Load a saved model; checks that this code can build its observations (its feature
+    version, or an older one whose features today's only append to)."""
     meta = read_meta(path)
-    if meta.get("feature_version") != FEATURE_VERSION:
+    if meta.get("feature_version") not in CONTEXT_COLUMNS:
         raise ModelError(
-            f"{path}: feature version {meta.get('feature_version')} != this code's "
-            f"{FEATURE_VERSION}; retrain the model"
+            f"{path}: feature version {meta.get('feature_version')} is not this code's "
+            f"{FEATURE_VERSION} nor one it can still feed ({', '.join(map(str, CONTEXT_COLUMNS))})"
+            "; retrain the model"
         )
     module = algo_module(meta["agent"])
     custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "exploration_schedule": None}

@@ -71,3 +71,32 @@ def test_feature_version_mismatch_is_refused(small_world, tmp_path):
     (tmp_path / "junk.zip").write_text("not a zip")
     with pytest.raises(ModelError, match="not a Mirage model"):
         load_policy(str(tmp_path / "junk.zip"))
+
+
+def _with_meta(path, out, **changes):
+    """A copy of the saved model ``path`` whose metadata has ``changes``."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == META_NAME:
+                data = json.dumps({**json.loads(data), **changes}).encode()
+            dst.writestr(item, data)
+    return out
+
+
+def test_a_model_of_the_previous_feature_version_still_runs(small_world, tmp_path):
+    """A FEATURE_VERSION 3 model (the models of the first 2026-11-24 study) loads, and the
+    chain-row columns that version did not have cannot change what it decides."""
+    from mirage.agents.common.model_io import load_model
+    from mirage.observation import CONTEXT_COLUMNS
+
+    model, meta = train(small_world, "dqn", 60, seed=0, **TINY["dqn"])
+    path = save_model(model, tmp_path / "m.zip", "dqn", {**meta, "threshold": 0.0})
+    policy = load_model(_with_meta(path, tmp_path / "v3.zip", feature_version=3))
+    assert policy.feature_version == 3 < FEATURE_VERSION
+    obs = np.random.default_rng(0).random((16, *policy.obs_shape), dtype=np.float32)
+    other = obs.copy()
+    other[:, -1, CONTEXT_COLUMNS[3] :] = 0.0
+    assert np.array_equal(policy.score(obs), policy.score(other))
+    current = load_model(path)  # today's version reads those columns
+    assert not np.array_equal(current.score(obs), current.score(other))

@@ -132,6 +132,32 @@ def model_path(out: Path, agent: str, seed: int) -> Path:
     return out / "models" / f"{agent}-s{seed}.zip"
 
 
+def ensemble_path(out: Path, agent: str) -> Path:
+    return out / "models" / f"{agent}-ens.zip"
+
+
+def build_ensembles(
+    out: Path, agents: Sequence[str], seeds: Sequence[int], val_path: Path
+) -> dict[str, dict[str, Any]]:
+    """Each agent's seed ensemble (:mod:`mirage.ensemble`; kept if already built), tuned on
+    the validation data with its members' objective; their metadata by agent."""
+    from mirage.agents.common.model_io import read_meta
+    from mirage.dataset import load
+    from mirage.ensemble import build_ensemble
+
+    if len(seeds) < 2:
+        return {}
+    val = None
+    metas = {}
+    for a in agents:
+        path = ensemble_path(out, a)
+        if not path.exists():
+            val = val if val is not None else load(val_path)
+            build_ensemble([model_path(out, a, s) for s in seeds], val, path)
+        metas[a] = read_meta(path)
+    return metas
+
+
 def choose_default(metas: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, dict[str, float]]:
     """The default agent: :data:`DEFAULT_AGENT` if its mean validation ``|gap|`` over seeds
     is the best of Mirage's agents (neither the aggressive option nor the learned baseline),
@@ -403,17 +429,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def validation_table(
-    out: Path, val_path: Path, agents: Sequence[str], seeds: Sequence[int]
+    out: Path,
+    val_path: Path,
+    agents: Sequence[str],
+    seeds: Sequence[int],
+    ensembles: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Every tuned model, ``reactive`` and the oracle on the validation data, per load
-    level, mean +- sd over seeds (``validation.md`` in ``out``)."""
+    """Every tuned model (and seed ensemble), ``reactive`` and the oracle on the validation
+    data, per load level, mean +- sd over seeds (``validation.md`` in ``out``)."""
     from mirage.eval.report import summarise
 
     models = {f"{a}-s{s}": model_path(out, a, s) for a in agents for s in seeds}
+    models.update({f"{a}-ens": ensemble_path(out, a) for a in ensembles})
     rows, labels = validation_rows(val_path, models)
     names: dict[str, tuple[str, int | None]] = {"reactive": ("reactive", None)}
     names["oracle"] = ("oracle", None)
     names.update({f"{a}-s{s}": (a, s) for a in agents for s in seeds})
+    names.update({f"{a}-ens": (f"{a} ensemble", None) for a in ensembles})
     table = seed_table(summarise(rows, labels), names)
     text = seed_markdown(table, "Validation (where models and thresholds were chosen)")
     atomic_write(out / "validation.md", text.encode())
@@ -506,19 +538,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         a: float(np.mean([m["validation"]["abs_gap"] for (b, _), m in metas.items() if b == a]))
         for a in agents
     }
+    ensembles = build_ensembles(out, agents, seeds, val_path)
     best_seed = min(seeds, key=lambda s: metas[default, s]["validation"]["abs_gap"])
+    shipped = model_path(out, default, best_seed)
+    if default in ensembles and (
+        ensembles[default]["validation"]["abs_gap"]
+        < metas[default, best_seed]["validation"]["abs_gap"]
+    ):
+        shipped = ensemble_path(out, default)
     choice = {
         "default": default,
         "default_seed": best_seed,
+        "default_model": shipped.name,
+        "ensembles": {f"{a}-ens": m["validation"] for a, m in ensembles.items()},
         "validation_abs_gap": means,
         "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())},
     }
     atomic_write(out / "choice.json", json.dumps(choice, indent=1).encode())
     _log(
-        f"default: {default} (seed {best_seed}); validation mean |gap|: "
+        f"default: {default} ({shipped.name}); validation mean |gap|: "
         + ", ".join(f"{a} {v:.2f} h" for a, v in means.items())
+        + "; ensembles: "
+        + ", ".join(f"{a} {m['validation']['abs_gap']:.2f} h" for a, m in ensembles.items())
     )
-    validation = validation_table(out, val_path, agents, seeds)
+    validation = validation_table(out, val_path, agents, seeds, list(ensembles))
     gate = gate_report(out, val_path, seeds) if "moe-dqn" in agents else ""
     if args.stage == "train":
         return 0
@@ -528,10 +571,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in seeds:
             specs.append(str(model_path(out, a, s)))
             labels[f"{a}-s{s}"] = (a, s)
+    for a in ensembles:
+        specs.append(str(ensemble_path(out, a)))
+        labels[f"{a}-ens"] = (f"{a} ensemble", None)
     report = [
         f"# Mirage study: {Path(args.trace).name}",
         "",
-        f"Default agent: **{default}** (seed {best_seed} ships). Validation mean |gap| "
+        f"Default agent: **{default}** (`{shipped.name}` ships). Validation mean |gap| "
         "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()),
         "",
         seed_markdown(validation, "Validation (where models and thresholds were chosen)"),

@@ -30,7 +30,7 @@ def test_study_end_to_end(trace_path, tmp_path):
         "--agents",
         "moe-dqn,gap-regressor",
         "--seeds",
-        "0",
+        "0,1",
         "--train-episodes",
         "3",
         "--validation-episodes",
@@ -55,3 +55,13 @@ def test_study_end_to_end(trace_path, tmp_path):
     summary = json.loads((out / "test-1node" / "summary.json").read_text())
     agents = {s["agent"] for s in summary["summary"] if s["level"] == "all"}
     assert {"reactive", "oracle", "moe-dqn-s0", "gap-regressor-s0"} <= agents
+    # each agent's seed ensemble is built, tuned on validation and tested with the seeds;
+    # the default ships its agent's best seed or its ensemble, whichever validation prefers
+    assert {"moe-dqn-ens", "gap-regressor-ens"} <= agents
+    assert set(choice["ensembles"]) == {"moe-dqn-ens", "gap-regressor-ens"}
+    best = min(choice["models"][f"moe-dqn-s{s}"]["abs_gap"] for s in (0, 1))
+    ens = choice["ensembles"]["moe-dqn-ens"]["abs_gap"]
+    assert choice["default_model"] == (
+        "moe-dqn-ens.zip" if ens < best else f"moe-dqn-s{choice['default_seed']}.zip"
+    )
+    assert "moe-dqn ensemble" in (out / "validation.md").read_text()

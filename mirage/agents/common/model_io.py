@@ -4,6 +4,7 @@ observation shape, training metadata), and the policy wrapper used to run them."
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import warnings
 import zipfile
@@ -18,6 +19,8 @@ from mirage.agents.common.rule import fires
 from mirage.observation import CONTEXT_COLUMNS, FEATURE_VERSION, for_version
 
 META_NAME = "mirage.json"
+MEMBERS_DIR = "members/"
+"""Where a seed ensemble (:mod:`mirage.ensemble`) keeps its members' own zips."""
 
 ALGO_MODULES = {
     "dqn": "mirage.agents.dqn",
@@ -77,7 +80,9 @@ class LearnedPolicy:
 
     needs_observation = True
 
-    def __init__(self, model: Any, meta: dict[str, Any], name: str) -> None:
+    def __init__(
+        self, model: Any, meta: dict[str, Any], name: str, score: Any | None = None
+    ) -> None:
         self.model = model
         self.meta = meta
         self.name = name
@@ -85,9 +90,9 @@ class LearnedPolicy:
         self.threshold = meta.get("threshold")
         self.guard = meta.get("guard")
         self.feature_version = int(meta["feature_version"])
-        self._score = (
-            algo_module(meta["agent"]).score(model) if self.threshold is not None else None
-        )
+        if score is None and self.threshold is not None:
+            score = algo_module(meta["agent"]).score(model)
+        self._score = score
 
     def reset(self) -> None:
         pass
@@ -132,8 +137,32 @@ def load_model(path: str | Path) -> LearnedPolicy:
             "; retrain the model"
         )
     module = algo_module(meta["agent"])
+    if "ensemble" in meta:
+        return _load_ensemble(path, meta, module)
+    return LearnedPolicy(_load_algo(module, str(path)), meta, name=Path(path).name)
+
+
+def _load_algo(module: Any, source: Any) -> Any:
     custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "exploration_schedule": None}
     with warnings.catch_warnings():  # e.g. n-step replay settings, irrelevant to acting
         warnings.simplefilter("ignore", UserWarning)
-        model = module.ALGO.load(str(path), device="cpu", custom_objects=custom)
-    return LearnedPolicy(model, meta, name=Path(path).name)
+        return module.ALGO.load(source, device="cpu", custom_objects=custom)
+
+
+def _load_ensemble(path: str | Path, meta: dict[str, Any], module: Any) -> LearnedPolicy:
+    """A seed ensemble (:mod:`mirage.ensemble`): the mean of its members' scaled scores."""
+    ens = meta["ensemble"]
+    try:
+        with zipfile.ZipFile(path) as zf:
+            models = [
+                _load_algo(module, io.BytesIO(zf.read(MEMBERS_DIR + n))) for n in ens["members"]
+            ]
+    except KeyError as exc:
+        raise ModelError(f"{path}: ensemble member missing ({exc})") from exc
+    fns = [module.score(m) for m in models]
+    scales = [(float(mid), float(k)) for mid, k in ens["scales"]]
+
+    def score(obs: Any) -> Any:
+        return sum((f(obs) - mid) / k for f, (mid, k) in zip(fns, scales, strict=True)) / len(fns)
+
+    return LearnedPolicy(models, meta, name=Path(path).name, score=score)

@@ -252,7 +252,7 @@ def test_redis_killed_and_restarted_io_goes_on_and_shares_return(redis_proc: Red
             )
         # job 1 alone on A; jobs 2 and 3 on B: job-fair wants 1/3 each, B alone gives 1/2 : 1/4
         t0 = time.time() + 1.5
-        kill_at, back_at, end = t0 + 5, t0 + 8, t0 + 12.5
+        kill_at, back_at, end = t0 + 5, t0 + 8, t0 + 15.0
         procs = []
         for job, mount in (("1", mounts[0]), ("2", mounts[1]), ("3", mounts[1])):
             env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job, "SLURM_NNODES": "1"}
@@ -303,7 +303,8 @@ def test_redis_killed_and_restarted_io_goes_on_and_shares_return(redis_proc: Red
 
     before = shares(t0 + 3, kill_at)
     gone = shares(kill_at + 1.5, back_at)
-    after = shares(back + 3 * window, back + 3 * window + 2.5)
+    # 5 s of stamps after the return: a 2.5-s window missed 10 % once on a loaded machine
+    after = shares(back + 3 * window, back + 3 * window + 5.0)
     for j in "123":
         assert after[j] == pytest.approx(1 / 3, rel=0.10), (after, before, gone)
         # before the kill only shows coordination is on; its window starts 3 s after the

@@ -136,6 +136,11 @@ def ensemble_path(out: Path, agent: str) -> Path:
     return out / "models" / f"{agent}-ens.zip"
 
 
+def ensemble_labels(agents: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+    """Table labels of the agents' seed ensembles: file stem -> (row name, no seed)."""
+    return {f"{a}-ens": (f"{a} ensemble", None) for a in agents}
+
+
 def build_ensembles(
     out: Path, agents: Sequence[str], seeds: Sequence[int], val_path: Path
 ) -> dict[str, dict[str, Any]]:
@@ -445,7 +450,7 @@ def validation_table(
     names: dict[str, tuple[str, int | None]] = {"reactive": ("reactive", None)}
     names["oracle"] = ("oracle", None)
     names.update({f"{a}-s{s}": (a, s) for a in agents for s in seeds})
-    names.update({f"{a}-ens": (f"{a} ensemble", None) for a in ensembles})
+    names.update(ensemble_labels(ensembles))
     table = seed_table(summarise(rows, labels), names)
     text = seed_markdown(table, "Validation (where models and thresholds were chosen)")
     atomic_write(out / "validation.md", text.encode())
@@ -571,9 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in seeds:
             specs.append(str(model_path(out, a, s)))
             labels[f"{a}-s{s}"] = (a, s)
-    for a in ensembles:
-        specs.append(str(ensemble_path(out, a)))
-        labels[f"{a}-ens"] = (f"{a} ensemble", None)
+    specs += [str(ensemble_path(out, a)) for a in ensembles]
+    labels.update(ensemble_labels(list(ensembles)))
     report = [
         f"# Mirage study: {Path(args.trace).name}",
         "",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcbase.snapshot import QueueSnapshot
+from mirage import _obsrow
 
 FEATURE_VERSION = 4
 """Bumped whenever the meaning or order of a feature changes; stored with every model.
@@ -119,6 +120,8 @@ FIT_RECENT = 3 * 3600.0
 """Horizon (seconds) of the ``fit_recent_*`` context features."""
 
 N_FEATURES = len(QUEUE_FEATURES)
+if _obsrow.QUEUE_COLUMNS != QUEUE_FEATURES:  # the compiled row fills columns by position
+    raise ImportError("mirage._obsrow was built for another QUEUE_FEATURES; rebuild it")
 assert len(CONTEXT_FEATURES) <= N_FEATURES
 Q = {name: i for i, name in enumerate(QUEUE_FEATURES)}
 """Column of each queue feature."""
@@ -188,39 +191,6 @@ class BuilderState:
     end_limit: np.ndarray
 
 
-_FREE_HORIZONS = np.array([3600.0, 6 * 3600.0, 24 * 3600.0])
-_FREE_COLUMNS = (Q["free_in_1h"], Q["free_in_6h"], Q["free_in_24h"])
-
-
-def _sorted(values: np.ndarray) -> np.ndarray:
-    """``np.sort(values)`` (a sorted copy) without the function's dispatch overhead."""
-    out = values.copy()
-    out.sort()
-    return out
-
-
-def _mean(values: np.ndarray) -> float:
-    """``float(values.mean())`` of a non-empty 1-d array, as NumPy computes it (its sum over
-    the count), without the method's Python layer."""
-    return float(values.sum()) / values.shape[0]
-
-
-def _q(sorted_values: np.ndarray, q: float) -> float:
-    """The ``q`` quantile of an ascending array by the nearest-rank rule (0.0 if empty)."""
-    n = sorted_values.shape[0]
-    if n == 0:
-        return 0.0
-    return float(sorted_values[min(int(q * n), n - 1)])
-
-
-def _absent(ids: np.ndarray, others: np.ndarray) -> np.ndarray | None:
-    """The mask of ``ids`` not in ``others`` (``~np.isin``; both hold distinct ids), or None
-    when every one is there (by Python sets: the arrays are small and pushed every sample)."""
-    there = set(others.tolist())
-    flags = [i not in there for i in ids.tolist()]
-    return np.array(flags, bool) if any(flags) else None
-
-
 class ObservationBuilder:
     """Turns queue snapshots into Mirage's normalised history window."""
 
@@ -282,135 +252,82 @@ class ObservationBuilder:
         """
         return self._start_wait
 
-    def _track_starts(self, snap: QueueSnapshot) -> None:
+    def _track(self, snap: QueueSnapshot) -> None:
+        """Record the jobs that started (running now, not at the previous sample) and ended
+        (running then, gone now) since the previous sample, and forget those older than
+        ``wait_horizon`` (the compiled core, ``mirage/_obsrow.c``). A start's wait is
+        ``start - submit`` if the job was pending at the previous sample, else 0 (it came
+        and started within one interval: a lower bound). An end is placed at the middle of
+        the interval, the time it ran clipped to its limit."""
         run_ids = snap.run_id
-        if run_ids.shape[0] and not math.isnan(self._prev_time):
-            new = _absent(run_ids, self._prev_run_ids)
-            if new is not None:
-                ids = run_ids[new]
-                starts = snap.run_start[new]
-                # the submit time of each that was pending at the previous sample, else NaN
-                submit_of = dict(zip(self._prev_ids.tolist(), self._prev_submit.tolist()))
-                nan = math.nan
-                submits = np.array([submit_of.get(i, nan) for i in ids.tolist()], np.float64)
-                waits = np.where(np.isnan(submits), 0.0, starts - submits)
-                self._start_time = np.concatenate([self._start_time, starts])
-                self._start_wait = np.concatenate([self._start_wait, np.maximum(waits, 0.0)])
-                units = snap.run_units[new].astype(np.float64)
-                self._start_units = np.concatenate([self._start_units, units])
-        keep = self._start_time >= snap.time - self.wait_horizon
-        if not keep.all():
-            self._start_time = self._start_time[keep]
-            self._start_wait = self._start_wait[keep]
-            self._start_units = self._start_units[keep]
+        starts = np.empty((3, self._start_time.shape[0] + run_ids.shape[0]))
+        ends = np.empty((4, self._end_time.shape[0] + self._prev_run_ids.shape[0]))
+        n_starts, n_ends = _obsrow.track(
+            self._prev_time,
+            snap.time,
+            snap.time - self.wait_horizon,
+            self._prev_ids,
+            self._prev_submit,
+            self._prev_run_ids,
+            self._prev_run_start,
+            self._prev_run_limit,
+            self._prev_run_units,
+            run_ids,
+            snap.run_start,
+            snap.run_units,
+            self._start_time,
+            self._start_wait,
+            self._start_units,
+            self._end_time,
+            self._end_used,
+            self._end_units,
+            self._end_limit,
+            starts,
+            ends,
+        )
+        if n_starts >= 0:  # rows of one block: each a contiguous array
+            self._start_time, self._start_wait, self._start_units = starts[:, :n_starts]
+        if n_ends >= 0:
+            self._end_time, self._end_used, self._end_units, self._end_limit = ends[:, :n_ends]
         self._fit_cache = {}
-        self._track_ends(snap)
-        self._prev_ids = snap.pend_id.copy()
-        self._prev_submit = snap.pend_submit.copy()
-        self._prev_run_ids = run_ids.copy()
-        self._prev_run_start = snap.run_start.astype(np.float64)
-        self._prev_run_limit = snap.run_limit.astype(np.float64)
+        # references, not copies: a snapshot's arrays are never changed after it is pushed
+        self._prev_ids = snap.pend_id
+        self._prev_submit = snap.pend_submit
+        self._prev_run_ids = run_ids
+        self._prev_run_start = snap.run_start
+        self._prev_run_limit = snap.run_limit
         self._prev_run_units = snap.run_units.astype(np.float64)
         self._prev_time = snap.time
 
-    def _track_ends(self, snap: QueueSnapshot) -> None:
-        """Jobs running at the previous sample and gone now ended in between: record how
-        long they ran (to the middle of the interval, at most their limit)."""
-        if self._prev_run_ids.shape[0] and not math.isnan(self._prev_time):
-            gone = _absent(self._prev_run_ids, snap.run_id)
-            if gone is not None:
-                mid = 0.5 * (self._prev_time + snap.time)
-                limit = self._prev_run_limit[gone]
-                used = np.clip(mid - self._prev_run_start[gone], 0.0, limit)
-                self._end_time = np.concatenate([self._end_time, np.full(used.shape, mid)])
-                self._end_used = np.concatenate([self._end_used, used])
-                self._end_units = np.concatenate([self._end_units, self._prev_run_units[gone]])
-                self._end_limit = np.concatenate([self._end_limit, limit])
-        keep = self._end_time >= snap.time - self.wait_horizon
-        if not keep.all():
-            self._end_time = self._end_time[keep]
-            self._end_used = self._end_used[keep]
-            self._end_units = self._end_units[keep]
-            self._end_limit = self._end_limit[keep]
-
     def queue_features(self, snap: QueueSnapshot) -> np.ndarray:
-        """The summary row of one snapshot (does not change the history)."""
-        u = 1.0 / self.total_units
-        lim = 1.0 / self.max_limit
-        row = np.zeros(N_FEATURES, np.float32)
-        pu = snap.pend_units
-        ru = snap.run_units
-        row[Q["pend_count"]] = math.log1p(pu.shape[0]) * self._count_norm
-        row[Q["run_count"]] = math.log1p(ru.shape[0]) * self._count_norm
-        row[Q["pend_units"]] = pu.sum() * u
-        pe = snap.pend_eligible
-        eligible = pe == pe  # not NaN
-        row[Q["pend_eligible_units"]] = pu[eligible].sum() * u
-        row[Q["run_units"]] = ru.sum() * u
-        if pu.shape[0]:
-            self._pending_features(row, snap, eligible, u, lim)
-        if ru.shape[0]:
-            self._running_features(row, snap, u, lim)
-        waits = self._start_wait
-        if waits.shape[0]:
-            sw = _sorted(waits)
-            row[Q["started_count"]] = math.log1p(sw.shape[0]) * self._count_norm
-            row[Q["started_wait_mean"]] = self._wait(_mean(sw))
-            row[Q["started_wait_p50"]] = self._wait(_q(sw, 0.5))
-            row[Q["started_wait_p90"]] = self._wait(_q(sw, 0.9))
-            row[Q["started_wait_max"]] = self._wait(sw[-1])
-        if self._end_time.shape[0]:
-            self._ended_features(row)
+        """The summary row of one snapshot (does not change the history); computed by the
+        compiled core (``mirage/_obsrow.c``) over the snapshot and the tracked starts and
+        ends."""
+        row = np.empty(N_FEATURES, np.float32)
+        _obsrow.queue_row(
+            row,
+            snap.time,
+            self.max_limit,
+            self.total_units,
+            self._count_norm,
+            self._wait_norm,
+            snap.pend_units,
+            snap.pend_limit,
+            snap.pend_submit,
+            snap.pend_eligible,
+            snap.run_units,
+            snap.run_limit,
+            snap.run_start,
+            self._start_wait,
+            self._end_limit,
+            self._end_used,
+            self._end_units,
+        )
         return row
-
-    def _ended_features(self, row: np.ndarray) -> None:
-        limit = np.minimum(self._end_limit, self.max_limit)
-        used = np.minimum(self._end_used, limit)
-        share = _sorted(np.where(limit > 0, used / limit, 1.0))
-        row[Q["ended_count"]] = math.log1p(share.shape[0]) * self._count_norm
-        row[Q["ended_used_mean"]] = _mean(share)
-        row[Q["ended_used_p50"]] = _q(share, 0.5)
-        promised = float(self._end_units @ limit)
-        if promised > 0:
-            row[Q["ended_work_ratio"]] = float(self._end_units @ used) / promised
-
-    def _pending_features(
-        self, row: np.ndarray, snap: QueueSnapshot, eligible: np.ndarray, u: float, lim: float
-    ) -> None:
-        pu = snap.pend_units
-        pl = _sorted(snap.pend_limit)
-        row[Q["pend_limit_p50"]] = _q(pl, 0.5) * lim
-        row[Q["pend_limit_p90"]] = _q(pl, 0.9) * lim
-        pw = _sorted(snap.time - snap.pend_submit)
-        row[Q["pend_wait_p50"]] = self._wait(_q(pw, 0.5))
-        row[Q["pend_wait_p90"]] = self._wait(_q(pw, 0.9))
-        row[Q["pend_wait_max"]] = self._wait(pw[-1])
-        ps = _sorted(pu)
-        row[Q["pend_job_units_p50"]] = _q(ps, 0.5) * u
-        row[Q["pend_job_units_p90"]] = _q(ps, 0.9) * u
-        work = pu * np.minimum(snap.pend_limit, self.max_limit)
-        row[Q["pend_work"]] = work.sum() * u * lim
-        row[Q["pend_eligible_work"]] = work[eligible].sum() * u * lim
-
-    def _running_features(self, row: np.ndarray, snap: QueueSnapshot, u: float, lim: float) -> None:
-        ru = snap.run_units
-        row[Q["run_limit_p50"]] = _q(_sorted(snap.run_limit), 0.5) * lim
-        elapsed = snap.time - snap.run_start
-        row[Q["run_elapsed_p50"]] = _q(_sorted(elapsed), 0.5) * lim
-        remaining = np.maximum(snap.run_limit - elapsed, 0.0)
-        order = remaining.argsort()
-        rem = remaining[order]
-        row[Q["run_remaining_p10"]] = _q(rem, 0.1) * lim
-        row[Q["run_remaining_p50"]] = _q(rem, 0.5) * lim
-        freed = ru[order].cumsum()
-        ks = rem.searchsorted(_FREE_HORIZONS, side="right").tolist()
-        for col, k in zip(_FREE_COLUMNS, ks, strict=True):
-            row[col] = (freed[k - 1] if k else 0) * u
-        row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim
 
     def push(self, snap: QueueSnapshot) -> np.ndarray:
         """Add one sample to the history; returns its row."""
-        self._track_starts(snap)
+        self._track(snap)
         row = self.queue_features(snap)
         if self._filled < self.window:
             self._rows[self._filled] = row
@@ -425,46 +342,49 @@ class ObservationBuilder:
         u = 1.0 / self.total_units
         lim = 1.0 / self.max_limit
         started = not math.isnan(chain.pred_start)
-        row = np.zeros(N_FEATURES, np.float32)
-        row[C["pred_units"]] = chain.pred_units * u
-        row[C["pred_limit"]] = chain.pred_limit * lim
-        row[C["pred_started"]] = 1.0 if started else 0.0
         waited = (chain.pred_start if started else chain.now) - chain.pred_submit
-        row[C["pred_wait"]] = self._wait(waited)
-        row[C["pred_elapsed"]] = chain.pred_elapsed * lim
-        row[C["pred_remaining"]] = chain.pred_remaining * lim
-        row[C["pred_remaining_log"]] = self._wait(chain.pred_remaining)
-        row[C["succ_units"]] = chain.succ_units * u
-        row[C["succ_limit"]] = chain.succ_limit * lim
+        remaining = chain.pred_remaining
+        est: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
         if not math.isnan(chain.est_start):
             wait = max(chain.est_start - chain.now, 0.0)
-            late = wait - chain.pred_remaining  # > 0: would start after the predecessor ends
-            row[C["est_known"]] = 1.0
-            row[C["est_wait"]] = self._wait(wait)
-            row[C["est_late"]] = min(max(late, 0.0) * lim, 4.0)
-            row[C["est_early"]] = min(max(-late, 0.0) * lim, 4.0)
+            late = wait - remaining  # > 0: would start after the predecessor ends
+            est = (
+                1.0,
+                float(self._wait(wait)),
+                min(max(late, 0.0) * lim, 4.0),
+                min(max(-late, 0.0) * lim, 4.0),
+            )
         fit = self._fit_cache.get(chain.succ_units)
         if fit is None:
             fit = self._fit_cache[chain.succ_units] = self._fit_features(chain.succ_units)
-        row[C["fit_count"] : C["fit_recent_wait_mean"] + 1] = fit
+        row = np.zeros(N_FEATURES, np.float32)
+        row[: len(CONTEXT_FEATURES)] = (  # in CONTEXT_FEATURES' order
+            chain.pred_units * u,
+            chain.pred_limit * lim,
+            1.0 if started else 0.0,
+            self._wait(waited),
+            chain.pred_elapsed * lim,
+            remaining * lim,
+            self._wait(remaining),
+            chain.succ_units * u,
+            chain.succ_limit * lim,
+            *est,
+            *fit,
+        )
         return row
 
     def _fit_features(self, units: int) -> tuple[float, ...]:
-        """The ``fit_*`` context features for a successor of ``units`` (cached per sample)."""
-        fits = self._start_units <= units
-        waits = self._start_wait[fits]
-        if not waits.shape[0]:
-            return (0.0,) * 6
-        sw = _sorted(waits)
-        recent = waits[self._start_time[fits] >= self._prev_time - FIT_RECENT]
-        n_recent = recent.shape[0]
-        return (
-            math.log1p(sw.shape[0]) * self._count_norm,
-            float(self._wait(_mean(sw))),
-            float(self._wait(_q(sw, 0.5))),
-            float(self._wait(_q(sw, 0.9))),
-            math.log1p(n_recent) * self._count_norm,
-            float(self._wait(_mean(recent))) if n_recent else 0.0,
+        """The ``fit_*`` context features for a successor of ``units`` (cached per sample):
+        over the tracked starts of jobs of at most ``units``, the count and the mean, median
+        and p90 wait, then the count and mean wait of those within :data:`FIT_RECENT`."""
+        return _obsrow.fit_features(
+            self._start_units,
+            self._start_wait,
+            self._start_time,
+            float(units),
+            self._prev_time - FIT_RECENT,
+            self._count_norm,
+            self._wait_norm,
         )
 
     def observe(self, chain: ChainState) -> np.ndarray:
@@ -497,21 +417,23 @@ class ObservationBuilder:
         )
 
     def set_state(self, state: BuilderState) -> None:
-        """Go back to a copy taken by :meth:`state` (arrays are never mutated in place)."""
+        """Go back to a copy taken by :meth:`state` (arrays are never mutated in place; a
+        state read from a file gets the dtypes the compiled core needs)."""
+        i64, f64 = np.int64, np.float64
         self._rows[:] = state.rows
         self._filled = state.filled
-        self._prev_ids = state.prev_ids
-        self._prev_submit = state.prev_submit
-        self._prev_run_ids = state.prev_run_ids
-        self._prev_time = state.prev_time
-        self._start_time = state.start_time
-        self._start_wait = state.start_wait
-        self._start_units = state.start_units
+        self._prev_ids = np.ascontiguousarray(state.prev_ids, i64)
+        self._prev_submit = np.ascontiguousarray(state.prev_submit, f64)
+        self._prev_run_ids = np.ascontiguousarray(state.prev_run_ids, i64)
+        self._prev_time = float(state.prev_time)
+        self._start_time = np.ascontiguousarray(state.start_time, f64)
+        self._start_wait = np.ascontiguousarray(state.start_wait, f64)
+        self._start_units = np.ascontiguousarray(state.start_units, f64)
         self._fit_cache = {}
-        self._prev_run_start = state.prev_run_start
-        self._prev_run_limit = state.prev_run_limit
-        self._prev_run_units = state.prev_run_units
-        self._end_time = state.end_time
-        self._end_used = state.end_used
-        self._end_units = state.end_units
-        self._end_limit = state.end_limit
+        self._prev_run_start = np.ascontiguousarray(state.prev_run_start, f64)
+        self._prev_run_limit = np.ascontiguousarray(state.prev_run_limit, f64)
+        self._prev_run_units = np.ascontiguousarray(state.prev_run_units, f64)
+        self._end_time = np.ascontiguousarray(state.end_time, f64)
+        self._end_used = np.ascontiguousarray(state.end_used, f64)
+        self._end_units = np.ascontiguousarray(state.end_units, f64)
+        self._end_limit = np.ascontiguousarray(state.end_limit, f64)

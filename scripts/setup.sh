@@ -21,7 +21,7 @@ if [[ ! -x .venv/bin/python ]]; then
     echo "setup: creating .venv"
     "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat pyproject.toml sim/_backfill.c | sha1sum | cut -c1-12)
+stamp=.venv/.installed-$(cat pyproject.toml sim/_backfill.c mirage/_obsrow.c | sha1sum | cut -c1-12)
 if [[ ! -f $stamp ]]; then
     echo "setup: installing Python packages into .venv"
     # The CPU build of torch first, so that the range in pyproject.toml is already met

@@ -26,6 +26,25 @@ static const char *FIELD_NAMES[N_FIELDS] = {
 static Py_ssize_t offsets[N_FIELDS];
 static PyTypeObject *job_type = NULL;
 
+/* The fields a queue snapshot reads (queue_arrays); "start" is unset on pending jobs. */
+enum { S_ID, S_UNITS, S_LIMIT, S_SUBMIT, S_ELIGIBLE, S_START, N_SNAP };
+static const char *SNAP_NAMES[N_SNAP] = {"id", "units", "limit", "submit", "eligible", "start"};
+static Py_ssize_t snap_offsets[N_SNAP];
+
+static int slot_offset(PyObject *cls, const char *name, Py_ssize_t *offset) {
+    PyObject *d = PyObject_GetAttrString(cls, name);
+    if (d == NULL) return -1;
+    if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+        ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        Py_DECREF(d);
+        PyErr_Format(PyExc_TypeError, "job field %s is not an object __slots__ member", name);
+        return -1;
+    }
+    *offset = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    return 0;
+}
+
 static PyObject *register_job_type(PyObject *self, PyObject *cls) {
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "register() takes the job class");
@@ -48,6 +67,8 @@ static PyObject *register_job_type(PyObject *self, PyObject *cls) {
         offsets[f] = m->offset;
         Py_DECREF(d);
     }
+    for (int f = 0; f < N_SNAP; f++)
+        if (slot_offset(cls, SNAP_NAMES[f], &snap_offsets[f]) < 0) return NULL;
     Py_XDECREF(job_type);
     Py_INCREF(cls);
     job_type = (PyTypeObject *)cls;
@@ -687,12 +708,91 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* queue_arrays(pending, running, pend_id, pend_units, pend_limit, pend_submit,
+ * pend_eligible, run_id, run_units, run_limit, run_start)
+ * Fill a queue snapshot's arrays (made by the caller with the dicts' lengths: int64 ids and
+ * units, float64 times) from the jobs of the two dicts, in their order. */
+static int get_out(PyObject *o, Py_buffer *v, Py_ssize_t n, int is_int, const char *name) {
+    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return -1;
+    const char *f = v->format ? v->format : "";
+    int ok = v->ndim == 1 && v->shape[0] == n && v->itemsize == 8 &&
+             (is_int ? (strcmp(f, "l") == 0 || strcmp(f, "q") == 0) : strcmp(f, "d") == 0);
+    if (!ok) {
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d %s array of length %zd", name,
+                     is_int ? "int64" : "float64", n);
+        return -1;
+    }
+    return 0;
+}
+
+static int fill_jobs(PyObject *jobs, Py_buffer *v, int running) {
+    /* v: id, units, limit, then submit + eligible (pending) or start (running) */
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *job;
+    int64_t *ids = v[0].buf, *units = v[1].buf;
+    double *limit = v[2].buf, *a = v[3].buf, *b = running ? NULL : v[4].buf;
+    while (PyDict_Next(jobs, &pos, &key, &job)) {
+        if (Py_TYPE(job) != job_type) {
+            PyErr_SetString(PyExc_TypeError, "sim._backfill: not a job of the registered class");
+            return -1;
+        }
+        PyObject *f[N_SNAP];
+        for (int k = 0; k < N_SNAP; k++) f[k] = *(PyObject **)((char *)job + snap_offsets[k]);
+        if (f[S_ID] == NULL || f[S_UNITS] == NULL || f[S_LIMIT] == NULL ||
+            (running ? f[S_START] == NULL : (f[S_SUBMIT] == NULL || f[S_ELIGIBLE] == NULL))) {
+            PyErr_SetString(PyExc_AttributeError, "queue_arrays: a job field is unset");
+            return -1;
+        }
+        ids[i] = PyLong_AsLongLong(f[S_ID]);
+        units[i] = PyLong_AsLongLong(f[S_UNITS]);
+        limit[i] = PyFloat_AsDouble(f[S_LIMIT]);
+        if (running) a[i] = PyFloat_AsDouble(f[S_START]);
+        else {
+            a[i] = PyFloat_AsDouble(f[S_SUBMIT]);
+            b[i] = PyFloat_AsDouble(f[S_ELIGIBLE]);
+        }
+        if (PyErr_Occurred()) return -1;
+        i++;
+    }
+    return 0;
+}
+
+static PyObject *queue_arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const char *names[9] = {"pend_id", "pend_units", "pend_limit", "pend_submit",
+                                   "pend_eligible", "run_id", "run_units", "run_limit", "run_start"};
+    static const int is_int[9] = {1, 1, 0, 0, 0, 1, 1, 0, 0};
+    if (nargs != 11 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "queue_arrays(pending, running, 9 arrays)");
+        return NULL;
+    }
+    if (job_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "sim._backfill: register() the job class first");
+        return NULL;
+    }
+    Py_buffer v[9];
+    int got = 0, ok = 0;
+    for (; got < 9; got++) {
+        Py_ssize_t n = PyDict_GET_SIZE(args[got < 5 ? 0 : 1]);
+        if (get_out(args[2 + got], &v[got], n, is_int[got], names[got]) < 0) goto done;
+    }
+    if (fill_jobs(args[0], v, 0) < 0 || fill_jobs(args[1], v + 5, 1) < 0) goto done;
+    ok = 1;
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
     {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
     {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
     {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
+    {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
+     "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},
 };
 

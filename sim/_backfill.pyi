@@ -29,3 +29,17 @@ def fairshare_tick(
     out: np.ndarray,
     /,
 ) -> None: ...
+def queue_arrays(
+    pending: dict[int, Any],
+    running: dict[int, Any],
+    pend_id: np.ndarray,
+    pend_units: np.ndarray,
+    pend_limit: np.ndarray,
+    pend_submit: np.ndarray,
+    pend_eligible: np.ndarray,
+    run_id: np.ndarray,
+    run_units: np.ndarray,
+    run_limit: np.ndarray,
+    run_start: np.ndarray,
+    /,
+) -> None: ...

@@ -8,7 +8,13 @@ import math
 import numpy as np
 
 from hpcbase.snapshot import QueueSnapshot
-from mirage.observation import N_FEATURES, ChainState, ObservationBuilder, Q, _q
+from mirage.observation import FIT_RECENT, N_FEATURES, ChainState, ObservationBuilder, Q
+
+
+def _q(sorted_values: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of an ascending array by the nearest-rank rule (0.0 if empty)."""
+    n = sorted_values.shape[0]
+    return float(sorted_values[min(int(q * n), n - 1)]) if n else 0.0
 
 
 class ReferenceBuilder(ObservationBuilder):
@@ -17,7 +23,7 @@ class ReferenceBuilder(ObservationBuilder):
     def _wait(self, seconds: np.ndarray | float) -> np.ndarray | float:
         return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
 
-    def _track_starts(self, snap: QueueSnapshot) -> None:
+    def _track(self, snap: QueueSnapshot) -> None:
         run_ids = snap.run_id
         if run_ids.shape[0] and not math.isnan(self._prev_time):
             new = ~np.isin(run_ids, self._prev_run_ids, assume_unique=True)
@@ -100,6 +106,22 @@ class ReferenceBuilder(ObservationBuilder):
         if self._end_time.shape[0]:
             self._ended_features(row)
         return row
+
+    def _fit_features(self, units: int) -> tuple[float, ...]:
+        fits = self._start_units <= units
+        waits = self._start_wait[fits]
+        if not waits.shape[0]:
+            return (0.0,) * 6
+        sw = np.sort(waits)
+        recent = waits[self._start_time[fits] >= self._prev_time - FIT_RECENT]
+        return (
+            math.log1p(sw.shape[0]) * self._count_norm,
+            float(self._wait(float(sw.mean()))),
+            float(self._wait(_q(sw, 0.5))),
+            float(self._wait(_q(sw, 0.9))),
+            math.log1p(recent.shape[0]) * self._count_norm,
+            float(self._wait(float(recent.mean()))) if recent.shape[0] else 0.0,
+        )
 
     def _ended_features(self, row: np.ndarray) -> None:
         limit = np.minimum(self._end_limit, self.max_limit)
@@ -191,3 +213,41 @@ def test_builder_equals_its_reference_on_a_real_stream(small_world):
         x, y = getattr(got, field), getattr(want, field)
         assert np.array_equal(x, y, equal_nan=True) if isinstance(y, np.ndarray) else x == y
     assert len(snaps) >= 500 and busy >= 250, (len(snaps), busy)
+
+
+def _random_snapshot(rng: np.random.Generator, t: float, n_pend: int, n_run: int) -> QueueSnapshot:
+    """A queue of random sizes, limits and times (sizes cross NumPy's pairwise-sum blocks)."""
+    ids = rng.permutation(10 * (n_pend + n_run) + 10)[: n_pend + n_run].astype(np.int64)
+    limits = rng.choice([600.0, 3600.0, 7200.0, 86400.0, 172800.0, 300000.0], n_pend + n_run)
+    eligible = np.where(rng.random(n_pend) < 0.2, np.nan, t - rng.uniform(0, 1e4, n_pend))
+    return QueueSnapshot(
+        time=t,
+        total_units=64,
+        pend_id=ids[:n_pend],
+        pend_units=rng.integers(1, 65, n_pend).astype(np.int64),
+        pend_limit=limits[:n_pend],
+        pend_submit=t - rng.lognormal(8.0, 2.0, n_pend),
+        pend_eligible=eligible,
+        run_id=ids[n_pend:],
+        run_units=rng.integers(1, 65, n_run).astype(np.int64),
+        run_limit=limits[n_pend:],
+        run_start=t - rng.uniform(0.0, 1.2, n_run) * limits[n_pend:],
+    )
+
+
+def test_compiled_row_and_fit_features_equal_the_reference_on_random_queues():
+    # random queues of 0 to 1,000 jobs: the compiled core (mirage/_obsrow.c) against the
+    # NumPy reference, bit for bit, row and context (fit_*) features
+    rng = np.random.default_rng(3)
+    fast = ObservationBuilder(64, 172800.0, window=4)
+    ref = ReferenceBuilder(64, 172800.0, window=4)
+    t = 0.0
+    for i in range(300):
+        t += 600.0
+        n_pend, n_run = (int(x) for x in rng.choice([0, 1, 7, 8, 9, 129, 300, 1000], 2))
+        s = _random_snapshot(rng, t, n_pend, n_run)
+        a, b = fast.push(s), ref.push(s)
+        assert a.tobytes() == b.tobytes(), (i, np.flatnonzero(a != b))
+        for units in (1, 8, 64):
+            chain = ChainState(t, units, 86400.0, t - 500.0, t - 100.0, units, 86400.0)
+            assert fast.observe(chain).tobytes() == ref.observe(chain).tobytes(), (i, units)

@@ -239,3 +239,68 @@ def test_will_run_start_is_the_estimate_of_one_job():
     assert will_run_start(4, 60.0, NOW, 2, ends, 10.0) == 1145.0  # grouped, as above
     assert will_run_start(4, 60.0, NOW, 2, ends, 10.0, window=0.0) == 1100.0
     assert will_run_start(2, 60.0, NOW, 2, ends, 10.0) == NOW
+
+
+def _snapshot_by_lists(sim) -> list[np.ndarray]:
+    """Simulator.queue_snapshot's arrays as the plain Python version built them."""
+    pend, run = list(sim.state.pending.values()), list(sim.state.running.values())
+    i64, f64 = np.int64, np.float64
+    return [
+        np.array([j.id for j in pend], i64),
+        np.array([j.units for j in pend], i64),
+        np.array([j.limit for j in pend], f64),
+        np.array([j.submit for j in pend], f64),
+        np.array([j.eligible for j in pend], f64),
+        np.array([j.id for j in run], i64),
+        np.array([j.units for j in run], i64),
+        np.array([j.limit for j in run], f64),
+        np.array([j.start for j in run], f64),
+    ]
+
+
+def test_queue_snapshot_equals_the_plain_python_arrays():
+    # the compiled queue_arrays against list comprehensions, on a busy generated workload
+    # with dependencies (NaN eligibility) and every queue size from empty up
+    from hpcbase.jobs import JobSpec
+    from sim.config import SlurmConfig
+    from sim.engine import Simulator
+    from sim.generate import generate
+
+    trace = generate(400, 32, seed=5, load=1.6)
+    sim = Simulator(trace, SlurmConfig(), total_units=32)
+    busy = 0
+    t = 0.0
+    while sim.state.cursor < len(trace) or sim.state.pending or sim.state.running:
+        t += 300.0
+        sim.advance(t)
+        if t == 3000.0:  # a dependent job: pending with NaN eligibility
+            first = sim.submit(JobSpec(units=4, limit=7200.0, runtime=3000.0))
+            sim.submit(JobSpec(units=2, limit=600.0, runtime=60.0, dependency=f"afterany:{first}"))
+        snap = sim.queue_snapshot()
+        got = [getattr(snap, f) for f in ("pend_id", "pend_units", "pend_limit", "pend_submit")]
+        got += [getattr(snap, f) for f in ("pend_eligible", "run_id", "run_units", "run_limit")]
+        got.append(snap.run_start)
+        for a, b in zip(got, _snapshot_by_lists(sim), strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), t
+        busy += len(snap.pend_id) > 5 and len(snap.run_id) > 5
+    assert busy > 20
+
+
+def test_queue_arrays_refuses_wrong_arrays():
+    job = make_job(2, 60.0)
+    job.id, job.submit, job.eligible = 1, 0.0, 0.0
+    arrays = [np.empty(1, np.int64), np.empty(1, np.int64)] + [np.empty(1) for _ in range(3)]
+    run = [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0)]
+    _backfill.queue_arrays({1: job}, {}, *arrays, *run)
+    assert arrays[0][0] == 1 and arrays[1][0] == 2 and arrays[2][0] == 60.0
+    with pytest.raises(TypeError, match="pend_units: expected a writable 1-d int64"):
+        _backfill.queue_arrays({1: job}, {}, arrays[0], np.empty(1), *arrays[2:], *run)
+    with pytest.raises(TypeError, match="pend_id: expected .* of length 2"):
+        _backfill.queue_arrays({1: job, 2: job}, {}, *arrays, *run)
+    with pytest.raises(AttributeError, match="unset"):
+        _backfill.queue_arrays(
+            {},
+            {1: job},
+            *[a[:0] for a in arrays],
+            *[np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1), np.empty(1)],
+        )

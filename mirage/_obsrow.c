@@ -25,7 +25,7 @@ enum {
     PEND_JOB_UNITS_P90, RUN_LIMIT_P50, RUN_ELAPSED_P50, RUN_REMAINING_P10, RUN_REMAINING_P50,
     FREE_IN_1H, FREE_IN_6H, FREE_IN_24H, STARTED_COUNT, STARTED_WAIT_MEAN, STARTED_WAIT_P50,
     STARTED_WAIT_P90, STARTED_WAIT_MAX, PEND_WORK, PEND_ELIGIBLE_WORK, RUN_WORK, ENDED_COUNT,
-    ENDED_USED_MEAN, ENDED_USED_P50, ENDED_WORK_RATIO, N_COLUMNS
+    ENDED_USED_MEAN, ENDED_USED_P50, ENDED_WORK_RATIO, RUN_REMAINING_WORK, N_COLUMNS
 };
 static const char *COLUMN_NAMES[N_COLUMNS] = {
     "pend_count", "run_count", "pend_units", "pend_eligible_units", "run_units",
@@ -34,7 +34,7 @@ static const char *COLUMN_NAMES[N_COLUMNS] = {
     "run_remaining_p10", "run_remaining_p50", "free_in_1h", "free_in_6h", "free_in_24h",
     "started_count", "started_wait_mean", "started_wait_p50", "started_wait_p90",
     "started_wait_max", "pend_work", "pend_eligible_work", "run_work", "ended_count",
-    "ended_used_mean", "ended_used_p50", "ended_work_ratio",
+    "ended_used_mean", "ended_used_p50", "ended_work_ratio", "run_remaining_work",
 };
 
 /* ------------------------------------------------------------------ scratch and helpers */
@@ -216,6 +216,9 @@ static int running_features(float *row, const RowIn *in) {
         t[i] = elapsed;
         rem[i] = (r != r || r > 0.0) ? r : 0.0; /* np.maximum(r, 0.0) */
     }
+    double own = 0.0; /* each job's units by its own remaining limit */
+    for (Py_ssize_t i = 0; i < n; i++) own += (double)in->ru[i] * npmin(rem[i], in->max_limit);
+    row[RUN_REMAINING_WORK] = (float)(own * in->u * in->lim);
     for (int h = 0; h < 3; h++) { /* units of the jobs whose limits end within h */
         int64_t freed = 0;
         for (Py_ssize_t i = 0; i < n; i++)
@@ -227,8 +230,8 @@ static int running_features(float *row, const RowIn *in) {
     sort_doubles(rem, n);
     row[RUN_REMAINING_P10] = (float)(quantile(rem, n, 0.1) * in->lim);
     row[RUN_REMAINING_P50] = (float)(quantile(rem, n, 0.5) * in->lim);
-    /* As FEATURE_VERSION 2 defined it (and every model since was trained on): the units in
-     * the snapshot's order against the remaining limits in ascending order. */
+    /* run_work as FEATURE_VERSION 2-4 computed it (and their models were trained on): the
+     * units in the snapshot's order against the remaining limits in ascending order. */
     double work = 0.0;
     for (Py_ssize_t i = 0; i < n; i++) work += (double)in->ru[i] * npmin(rem[i], in->max_limit);
     row[RUN_WORK] = (float)(work * in->u * in->lim);

@@ -20,13 +20,15 @@ from mirage.observation import (
     WINDOW,
     BuilderState,
     ObservationBuilder,
+    Q,
 )
 
 log = logging.getLogger(__name__)
 
 #: Normalisation when the partition has no MaxTime (``INFINITE``): 48 h, LS6's maximum.
 DEFAULT_MAX_LIMIT = 48 * 3600.0
-_VERSION = 3  # 2: ended-job arrays (FEATURE_VERSION 3); 3: started jobs' units (4)
+_VERSION = 4  # 2: ended-job arrays (FEATURE_VERSION 3); 3: started jobs' units (4);
+# 4: rows carry run_remaining_work (5)
 
 
 class HistoryError(RuntimeError):
@@ -145,6 +147,10 @@ class QueueHistory:
         version = int(d.get("version", -1))
         if version == 2:  # before started jobs' units were kept: those starts fit no size
             d["start_units"] = np.full(d["start_time"].shape, np.nan)
+        if version in (2, 3):  # rows before run_remaining_work: run_work stands in for it
+            rows = np.asarray(d["rows"])
+            d["rows"] = np.concatenate([rows, rows[:, Q["run_work"], None]], axis=1)
+            log.info("%s: history of format %d migrated to %d", path, version, _VERSION)
         elif version != _VERSION:
             log.warning("%s: history of another format version: ignored", path)
             return False

@@ -144,20 +144,24 @@ def test_history_saves_atomically_and_restores(tmp_path):
     assert not other.load()  # another window: ignored, not mixed in
 
 
-def test_history_of_the_previous_format_is_kept(tmp_path):
-    """A version-2 file (before started jobs' units were kept) loads: its rows are kept and
-    its starts count for no chain size until they age out."""
+@pytest.mark.parametrize("version", [2, 3])
+def test_history_of_a_previous_format_is_kept(tmp_path, version):
+    """A version-2 file (before started jobs' units were kept) or version-3 file (before
+    rows had run_remaining_work) loads: its rows are kept, run_work standing in for the new
+    column (the same value here: every job has one unit), and a version-2 file's starts
+    count for no chain size until they age out."""
     h = QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz")
     for i in range(6):
         h.push(snap(1000.0 + 5 * i, pend=2 - i % 3, run=i), max_limit=3600.0)
     h.save()
     with np.load(tmp_path / "h.npz") as z:
-        d = {k: z[k] for k in z.files if k != "start_units"}
-    assert d["start_time"].shape[0] > 0
-    np.savez(tmp_path / "h.npz", **{**d, "version": 2})
+        d = {k: z[k] for k in z.files if k != "start_units" or version > 2}
+    assert d["start_time"].shape[0] > 0 and d["rows"][:, -1].any()
+    d["rows"] = d["rows"][:, :-1]  # the rows as FEATURE_VERSION 4 wrote them
+    np.savez(tmp_path / "h.npz", **{**d, "version": version})
     g = QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz")
     assert g.load() and np.array_equal(g.builder.state().rows, h.builder.state().rows)
-    assert np.isnan(g.builder.state().start_units).all()
+    assert np.isnan(g.builder.state().start_units).all() == (version == 2)
     np.savez(tmp_path / "h.npz", **{**d, "version": 1})
     assert not QueueHistory(window=4, sample_interval=5.0, path=tmp_path / "h.npz").load()
 

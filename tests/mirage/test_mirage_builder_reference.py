@@ -172,6 +172,8 @@ class ReferenceBuilder(ObservationBuilder):
             k = int(np.searchsorted(rem, horizon, side="right"))
             row[Q[name]] = (freed[k - 1] if k else 0) * u
         row[Q["run_work"]] = float(ru @ np.minimum(rem, self.max_limit)) * u * lim
+        own = float(ru @ np.minimum(remaining, self.max_limit))
+        row[Q["run_remaining_work"]] = own * u * lim
 
 
 def _stream(world, days: float = 4.0) -> list[QueueSnapshot]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from mirage.agents import load_policy
+from mirage.agents import default_model_path, load_policy
 from mirage.agents.common.model_io import META_NAME, ModelError, read_meta, save_model
 from mirage.envs import ChainEpisode, ChainSpec, play
 from mirage.observation import FEATURE_VERSION
@@ -73,30 +73,27 @@ def test_feature_version_mismatch_is_refused(small_world, tmp_path):
         load_policy(str(tmp_path / "junk.zip"))
 
 
-def _with_meta(path, out, **changes):
-    """A copy of the saved model ``path`` whose metadata has ``changes``."""
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
-        for item in src.infolist():
-            data = src.read(item)
-            if item.filename == META_NAME:
-                data = json.dumps({**json.loads(data), **changes}).encode()
-            dst.writestr(item, data)
-    return out
-
-
-def test_a_model_of_the_previous_feature_version_still_runs(small_world, tmp_path):
-    """A FEATURE_VERSION 3 model (the models of the first 2026-11-24 study) loads, and the
-    chain-row columns that version did not have cannot change what it decides."""
+def test_a_model_of_an_older_feature_version_still_runs(small_world, tmp_path):
+    """The shipped default (FEATURE_VERSION 4, rows 31 wide) runs on today's observations:
+    the queue column and the chain-row columns that version did not have cannot change what
+    it decides; today's models read them."""
     from mirage.agents.common.model_io import load_model
-    from mirage.observation import CONTEXT_COLUMNS
+    from mirage.observation import CONTEXT_COLUMNS, N_FEATURES, QUEUE_COLUMNS, for_version
 
+    old = load_model(default_model_path())
+    assert old.feature_version == 4 < FEATURE_VERSION
+    assert old.obs_shape[1] == QUEUE_COLUMNS[4] < N_FEATURES
+    obs = np.random.default_rng(0).random((16, old.obs_shape[0], N_FEATURES), dtype=np.float32)
+    other = obs.copy()
+    other[:, :, QUEUE_COLUMNS[4] :] = 0.0
+    other[:, -1, CONTEXT_COLUMNS[4] :] = 0.0
+    assert for_version(obs, 4).shape == (16, *old.obs_shape)
+    assert np.array_equal(old.score(obs), old.score(other))
     model, meta = train(small_world, "dqn", 60, seed=0, **TINY["dqn"])
     path = save_model(model, tmp_path / "m.zip", "dqn", {**meta, "threshold": 0.0})
-    policy = load_model(_with_meta(path, tmp_path / "v3.zip", feature_version=3))
-    assert policy.feature_version == 3 < FEATURE_VERSION
-    obs = np.random.default_rng(0).random((16, *policy.obs_shape), dtype=np.float32)
-    other = obs.copy()
-    other[:, -1, CONTEXT_COLUMNS[3] :] = 0.0
-    assert np.array_equal(policy.score(obs), policy.score(other))
     current = load_model(path)  # today's version reads those columns
+    assert current.obs_shape[1] == N_FEATURES
+    obs = np.random.default_rng(1).random((16, *current.obs_shape), dtype=np.float32)
+    other = obs.copy()
+    other[:, :, QUEUE_COLUMNS[4] :] = 0.0
     assert not np.array_equal(current.score(obs), current.score(other))

@@ -112,17 +112,19 @@ class LearnedPolicy:
         return fires(self.score(obs), obs[:, -1], float(self.threshold), self.guard)
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        if ctx.obs.shape != self.obs_shape:
+        if for_version(ctx.obs, self.feature_version).shape != self.obs_shape:
             raise ModelError(
-                f"{self.name}: observation shape {ctx.obs.shape} != model's {self.obs_shape}"
+                f"{self.name}: observation shape {ctx.obs.shape} does not fit the model's "
+                f"{self.obs_shape} (feature version {self.feature_version})"
             )
         within = self.meta.get("decide_within")
         if within is not None and ctx.chain.pred_remaining > within:
             return Decision.WAIT  # trained to decide only in the last `within` seconds
         if self.threshold is not None:
             return Decision.SUBMIT if self.fires(ctx.obs[None])[0] else Decision.WAIT
-        obs = for_version(ctx.obs, self.feature_version)
-        action, _ = self.model.predict(obs, deterministic=True)
+        action, _ = self.model.predict(
+            for_version(ctx.obs, self.feature_version), deterministic=True
+        )
         return Decision.SUBMIT if int(action) == 1 else Decision.WAIT
 
 

@@ -20,7 +20,7 @@ sub-second timing with the rows.
 
 ``--timing``: ``aligned`` is the simulator's default timing (backfill passes on whole
 seconds, a job end processed in the second its run ends, seen by the backfill pass one
-second later); ``cycle`` (the default here) replays with ``sim.engine.BackfillCycle``: the
+second later); ``cycle`` replays with ``sim.engine.BackfillCycle``: the
 backfill loop free-running (``bf_interval`` plus each pass's run time), each job running its
 sleep and its end reaching slurmctld ``end_latency`` later, submissions at their sub-second
 times, and no start for ``completing`` (0.94 s) after an end that reaches slurmctld within
@@ -28,6 +28,11 @@ times, and no start for ``completing`` (0.94 s) after an end that reaches slurmc
 carries its own measured timing (first backfill wake-up, pass run time, completion latency,
 each submission to the millisecond); other runs use ``DEFAULT_TIMING``, fitted on the seven
 runs saved before issue 13's item 5 (the completing hold on the 15 saved before seed 103).
+``replay`` (the default here) is ``cycle`` for a run without a full log; a run with one
+(``--ctld-log`` from seed 79 on) replays what its log measured, pass by pass and job by
+job: every backfill pass, every job's completion latency and submission; and it models
+Slurm's whole-second backfill map, a 6-ms epilog after each end (measured) during which
+nothing starts, and no main-scheduler run at a job's end (see ``replay``).
 
 Targets (issue 2): the same start order for at least 90% of jobs, median start difference
 at most 2 s. "Same order" per job: its place in the start order (how many jobs started

@@ -470,7 +470,8 @@ def main() -> int:
     figs = [f for _, f, _ in runs]
     ok = sum(f.met for f in figs)
     print(
-        f"RESULT runs={len(figs)} met={ok} timing={args.timing} "
+        f"RESULT runs={len(figs)} met={ok} "
+        f"timing={'default' if args.default_timing else args.timing} "
         f"jobs={sum(f.jobs for f in figs)} "
         f"min_same_order_pct={100 * min(f.same for f in figs):.1f} "
         f"min_pair_order_pct={100 * min(f.pairs for f in figs):.1f} "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 import pickle
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +64,24 @@ class BackfillCycle:
     ``completing_window``, only an end processed within that many seconds after a backfill
     pass began is held (the benchmark's runs show a second's wait after those ends only; see
     docs/results.md). Times are then fractional.
+
+    ``wakes`` replays measured wake-ups instead (the passes of a real run, from slurmctld's
+    log): the loop wakes at each of them; where two are more than 1.5 ``bf_interval`` apart
+    (the real loop found no work in between) it wakes idly every ``bf_interval`` after the
+    earlier one; after the last it free-runs as above (``phase`` and ``cost`` then apply
+    only from there). ``epilog`` holds every start that long after any job's end is
+    processed (its node is COMPLETING until the epilog ends); then the main scheduler runs
+    if ``main_on_end``.
+
+    ``main_on_end=False``: a job's end does not run the main scheduler (Slurm only queues it
+    for slurmctld's background loop, which runs it at most once per ``batch_sched_delay``);
+    the backfill loop starts the next job, and the main scheduler runs only for submissions
+    (``batch_sched_delay`` later), for the full queue every ``sched_interval`` and after a
+    ``completing`` hold. ``whole_seconds``: the backfill map counts in Slurm's whole seconds
+    (``time_t``): a pass plans from the second it runs in, a running job ends in the map at
+    its start's second plus its limit, and a job that would end in the very second a
+    reservation begins delays it (Slurm's map test is closed at the end); one job is
+    started at a time, so that each started job is in the map so rounded.
     """
 
     phase: float = 0.0
@@ -71,6 +89,10 @@ class BackfillCycle:
     end_latency: float = 0.0
     completing: float = 0.0
     completing_window: float = math.inf
+    wakes: tuple[float, ...] = ()
+    epilog: float = 0.0
+    main_on_end: bool = True
+    whole_seconds: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +217,17 @@ class Simulator:
         if self._pools is not None:
             self.state.seg_free = list(self._pools.seg_size)
         if cycle is not None:
-            if min(cycle.phase, cycle.cost, cycle.end_latency, cycle.completing) < 0 or not (
-                cycle.completing_window > 0
-            ):
+            if min(
+                cycle.phase, cycle.cost, cycle.end_latency, cycle.completing, cycle.epilog
+            ) < 0 or not (cycle.completing_window > 0):
                 raise ValueError(f"bad backfill cycle {cycle}")
             self.state.bf_wake = cycle.phase
+            self._wakes = self._fill_wakes(sorted(cycle.wakes), cfg.bf_interval)
+            if self._wakes:
+                self.state.bf_wake = self._wakes[0]
+        else:
+            self._wakes = []
+        self._whole = cycle is not None and cycle.whole_seconds
         self._log: list[Record] = []  # finished jobs, append-only (restore truncates)
         self._fin_pos: dict[int, int] = {}  # job id -> index in _log
         self.on_start: Callable[[int, float], None] | None = None
@@ -448,9 +476,8 @@ class Simulator:
         ends = st.ends
         if started:
             ends = list(ends)
-            res = cfg.bf_resolution
             for j in started:
-                insort(ends, (_round_end(now + j.limit, res), j.seq, j.units))
+                insort(ends, (self._map_end(now, j.limit), j.seq, j.units))
         p = self._params
         params = MapParams(
             now=now,
@@ -657,6 +684,7 @@ class Simulator:
         sched_int = cfg.sched_interval
         time_dep = self.prio.time_dependent
         cycle = self.cycle
+        end_main = cycle is None or cycle.main_on_end
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
@@ -747,9 +775,28 @@ class Simulator:
                         # the epilog completes later: no starts until then, then a main pass
                         st.cg_until = max(st.cg_until, t + cycle.completing)
                         self._push(st.cg_until, _KICK, None)
+                    elif cycle is not None and cycle.epilog > 0:
+                        # its node stays COMPLETING until the epilog ends: nothing starts
+                        st.cg_until = max(st.cg_until, t + cycle.epilog)
+                        if end_main:
+                            self._push(t + cycle.epilog, _KICK, None)
                 events = True
-                st.main_dirty = True
+                st.main_dirty = st.main_dirty or end_main
             self._after_events(events)
+
+    @staticmethod
+    def _fill_wakes(wakes: list[float], step: float) -> list[float]:
+        """Measured wake-ups (BackfillCycle.wakes) with the idle ones between them: every
+        ``step`` after a wake-up followed by none within 1.5 ``step``."""
+        out: list[float] = []
+        for a, b in zip(wakes, wakes[1:] + [math.inf], strict=False):
+            out.append(a)
+            if b < math.inf:
+                w = a + step
+                while b - w > 0.5 * step:
+                    out.append(w)
+                    w += step
+        return out
 
     def _next_wake(self) -> float:
         """The backfill loop's next wake-up at or after now (BackfillCycle): idle wake-ups
@@ -757,8 +804,14 @@ class Simulator:
         st = self.state
         w = st.bf_wake
         if w < st.now:
-            step = self.cfg.bf_interval
-            w += math.ceil((st.now - w) / step) * step
+            wakes = self._wakes
+            if wakes and st.now <= wakes[-1]:
+                w = wakes[bisect_left(wakes, st.now)]
+            else:
+                if wakes and w < wakes[-1]:
+                    w = wakes[-1]
+                step = self.cfg.bf_interval
+                w += math.ceil((st.now - w) / step) * step
             st.bf_wake = w
         return w
 
@@ -773,8 +826,12 @@ class Simulator:
             st.bf_pass_at = st.now
             if self._can_any_start():
                 self._backfill_pass()
-            st.bf_dirty = False
+            # an epilog that holds every start leaves the pass to do again
+            st.bf_dirty = st.now < st.cg_until
             nxt += self.cycle.cost
+        wakes = self._wakes
+        if wakes and st.now < wakes[-1]:  # measured wake-ups: the next one
+            nxt = wakes[bisect_right(wakes, st.now)]
         st.bf_wake = nxt
 
     def _after_submissions(self) -> None:
@@ -1085,7 +1142,7 @@ class Simulator:
             end += self.cycle.end_latency
         job.end = end
         self._push(end, _END, job)
-        insort(st.ends, (_round_end(now + job.limit, self.cfg.bf_resolution), job.seq, job.units))
+        insort(st.ends, (self._map_end(now, job.limit), job.seq, job.units))
         self.prio.fairshare.change(job.user, job.units, now)
         if backfill:
             st.n_backfilled += 1
@@ -1103,7 +1160,7 @@ class Simulator:
         if self._general:
             self._give_back(job)
         ends = st.ends
-        entry = (_round_end(job.start + job.limit, self.cfg.bf_resolution), job.seq, job.units)
+        entry = (self._map_end(job.start, job.limit), job.seq, job.units)
         del ends[bisect_left(ends, entry)]
         self.prio.fairshare.change(job.user, -job.units, st.now)
         self._finish(job, state, job.start, st.now)
@@ -1293,11 +1350,19 @@ class Simulator:
         a CPU-counted cluster a future reservation holds whole nodes (units per node > 1).
         One record per simulator, its changing fields updated per pass (the hot path)."""
         st, p = self.state, self._params
-        p.now = st.now
+        p.now = math.floor(st.now) if self._whole else st.now
         p.free = st.free
         p.ends = st.ends
-        p.horizon = st.now + self.cfg.bf_window
+        p.horizon = p.now + self.cfg.bf_window
         return p
+
+    def _map_end(self, start: float, limit: float) -> float:
+        """A running job's expected end in the backfill map: rounded up to ``bf_resolution``;
+        with ``BackfillCycle.whole_seconds``, its start's whole second plus its limit, less
+        half a second (a job that would end in the second a reservation begins delays it)."""
+        if self._whole:
+            return math.floor(start) + limit - 0.5
+        return _round_end(start + limit, self.cfg.bf_resolution)
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
@@ -1310,6 +1375,14 @@ class Simulator:
             self._backfill_pools()
             return
         order = st.order
+        if self._whole and not self._run_limits:
+            # one start at a time, so that each started job's end is in the map as Slurm's
+            # whole seconds put it (the compiled plan would add it unrounded)
+            while True:
+                idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
+                if not idx:
+                    return
+                self._start(order.pop(idx[0]), backfill=True)
         if self._run_limits:
             idx = self._plan_limited()
         else:

@@ -135,6 +135,90 @@ def test_the_completing_pause_blocks_backfill_and_follows_only_ends_near_a_pass(
     assert job4_start(completing=1.0, completing_window=0.2) == 6.5
 
 
+def test_measured_backfill_wake_ups_are_replayed():
+    # Wake-ups measured at 0.3, 1.32, 2.35 and 6.0 (a real run's passes). Between 2.35 and
+    # 6.0 the real loop found no work and woke idly each second: at 3.35, 4.35 and 5.35.
+    # After the last one it free-runs: the pass of 6.0 puts the next wake-up at 7.125 (cost
+    # 0.125), and idle ones keep that phase. Jobs (1 node each, 10 free) start at the first
+    # wake-up after their submission; the main scheduler waits 100 s.
+    rows = [(0, 100, 200, 1), (4, 100, 200, 1), (5.6, 100, 200, 1), (8.2, 100, 200, 1)]
+    cycle = BackfillCycle(phase=0.5, cost=0.125, wakes=(0.3, 1.32, 2.35, 6.0))
+    sim = Simulator(make_trace(rows), CYCLING, cycle=cycle)
+    sim.run()
+    assert starts(sim) == {1: 0.3, 2: 4.35, 3: 6.0, 4: 9.125}
+    assert all(r.backfill for r in sim.records)
+
+
+def test_an_epilog_holds_every_start_briefly_after_each_end():
+    # 10 nodes; measured wake-ups at 0.5 ... 4.5, then 5.755, 6.755. Job 1 (6 nodes) starts at
+    # 0.5 and its end is processed at 5.75; job 2 (4 nodes) runs long; job 3 (10 nodes)
+    # waits and blocks the main scheduler; job 4 (6 nodes, limit 20) fits the hole job 1
+    # leaves. The pass of 5.755 comes 5 ms after that end: with a 10-ms epilog (the node
+    # COMPLETING) it can start nothing, and job 4 waits for the pass of 6.755.
+    rows = [(0, 5, 100, 6), (0, 40, 100, 4), (0, 10, 100, 10), (1, 10, 20, 6)]
+    wakes = (0.5, 1.5, 2.5, 3.5, 4.5, 5.755, 6.755, 7.755)
+
+    def job4_start(epilog: float) -> float:
+        cycle = BackfillCycle(end_latency=0.25, wakes=wakes, epilog=epilog)
+        sim = Simulator(make_trace(rows), CYCLING, cycle=cycle)
+        sim.run(until=20)
+        assert sim.job(1).end == 5.75 and sim.job(4).backfill
+        return sim.job(4).start
+
+    assert job4_start(0.0) == 5.755
+    assert job4_start(0.01) == 6.755
+    assert job4_start(0.004) == 5.755  # an epilog shorter than the gap holds nothing
+
+
+def test_a_job_end_may_run_no_main_scheduler():
+    # Job 1 (10 nodes) starts at 0.5, its end is processed at 5.75. By default the main
+    # scheduler runs at once and starts job 2 (10 nodes) then; after an epilog of 0.5 s, at
+    # 6.25. With main_on_end=False (Slurm only queues the main scheduler for its background
+    # loop), the backfill wake-up of 6.5 starts it.
+    rows = [(0, 5, 100, 10), (0, 5, 100, 10)]
+
+    def job2(**kw: object) -> tuple[float, bool]:
+        cycle = BackfillCycle(phase=0.5, end_latency=0.25, **kw)  # type: ignore[arg-type]
+        sim = Simulator(make_trace(rows), CYCLING, cycle=cycle)
+        sim.run()
+        return sim.job(2).start, sim.job(2).backfill
+
+    assert job2() == (5.75, False)
+    assert job2(epilog=0.5) == (6.25, False)
+    assert job2(main_on_end=False) == (6.5, True)
+    assert job2(main_on_end=False, epilog=0.5) == (6.5, True)
+    # An epilog still running at a wake-up leaves the pass to the next, even with nothing
+    # else to come: here submissions run the main scheduler at once (job 1 at 0), job 1's
+    # end (5.25) holds starts until 6.15, past the wake-up of 5.5.
+    cycle = BackfillCycle(phase=0.5, end_latency=0.25, epilog=0.9, main_on_end=False)
+    sim = Simulator(
+        make_trace(rows), SlurmConfig(bf_interval=1.0, batch_sched_delay=0), cycle=cycle
+    )
+    sim.run()
+    assert starts(sim) == {1: 0.0, 2: 6.5}
+
+
+def test_whole_second_backfill_map_is_closed_at_the_end():
+    # 10 nodes, bf_resolution=1; a pass at 0.8 (the main scheduler waits 100 s). Job 1
+    # (6 nodes, limit 60) starts; job 2 (10 nodes) is reserved for its end; job 3 (4 nodes,
+    # limit 60) would end with it. In Slurm's whole seconds both start at second 0 and end at
+    # 60, the second job 2's reservation begins: job 3 would delay it and waits. Job 4 (4
+    # nodes, limit 59) ends at 59 (not 59.8) and is backfilled. With fractional times (the
+    # default) job 1 ends at 60.8 in the map and job 3 at 60.8 too: it fits, and takes the
+    # nodes job 4 would need.
+    cfg = SlurmConfig(bf_interval=1.0, batch_sched_delay=100.0, bf_resolution=1)
+    rows = [(0, 50, 60, 6), (0, 10, 100, 10), (0, 10, 60, 4), (0, 10, 59, 4)]
+
+    def started_at_first_pass(whole: bool) -> list[int]:
+        cycle = BackfillCycle(phase=0.8, whole_seconds=whole)
+        sim = Simulator(make_trace(rows), cfg, cycle=cycle)
+        sim.run(until=1)
+        return sorted(j for j in range(1, 5) if sim.job(j).start == 0.8)
+
+    assert started_at_first_pass(True) == [1, 4]
+    assert started_at_first_pass(False) == [1, 3]
+
+
 def test_backfill_cycle_ends_with_a_job_that_can_never_start():
     # A job whose dependency can never be met stays pending: the free-running loop must not
     # keep the run going once nothing else is to come.

@@ -78,8 +78,8 @@ static double pairwise_sum(const double *a, Py_ssize_t n) {
     return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
-/* Ascending in-place sort of doubles (no NaN here): quicksort, insertion sort below 16. */
-static void sort_doubles(double *a, Py_ssize_t n) {
+/* Ascending in-place sort of doubles without NaN: quicksort, insertion sort below 16. */
+static void sort_numbers(double *a, Py_ssize_t n) {
     while (n > 16) {
         double x = a[0], y = a[n / 2], z = a[n - 1], p;
         p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
@@ -96,11 +96,11 @@ static void sort_doubles(double *a, Py_ssize_t n) {
         }
         /* recurse into the smaller part, loop on the larger */
         if (j + 1 < n - j - 1) {
-            sort_doubles(a, j + 1);
+            sort_numbers(a, j + 1);
             a += j + 1;
             n -= j + 1;
         } else {
-            sort_doubles(a + j + 1, n - j - 1);
+            sort_numbers(a + j + 1, n - j - 1);
             n = j + 1;
         }
     }
@@ -113,6 +113,18 @@ static void sort_doubles(double *a, Py_ssize_t n) {
         }
         a[k] = v;
     }
+}
+
+/* Ascending in-place sort with NaNs last, as np.sort orders them. */
+static void sort_doubles(double *a, Py_ssize_t n) {
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a[i] != a[i]) continue;
+        double t = a[m];
+        a[m++] = a[i];
+        a[i] = t;
+    }
+    sort_numbers(a, m);
 }
 
 /* The q quantile of an ascending array by the nearest-rank rule (0.0 if empty). */
@@ -548,7 +560,9 @@ static PyObject *track(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
                 new_s = 1;
                 if (!(run_start[i] >= cutoff)) continue;
                 int64_t p = table_find(&tables[1], run[i]);
-                double w = p >= 0 ? run_start[i] - prev_submit[p] : 0.0;
+                /* a wait only from a known submit time (np.where(isnan(submit), 0, ...)) */
+                double w = (p >= 0 && prev_submit[p] == prev_submit[p])
+                               ? run_start[i] - prev_submit[p] : 0.0;
                 starts[ks] = run_start[i];
                 starts[ws + ks] = (w >= 0.0 || w != w) ? w : 0.0; /* np.maximum(w, 0.0) */
                 starts[2 * ws + ks] = (double)run_units[i];

@@ -127,6 +127,12 @@ static void sort_doubles(double *a, Py_ssize_t n) {
     sort_numbers(a, m);
 }
 
+/* dst = src (n items), sorted as sort_doubles does. */
+static void sorted_copy(double *dst, const double *src, Py_ssize_t n) {
+    memcpy(dst, src, (size_t)n * sizeof(double));
+    sort_doubles(dst, n);
+}
+
 /* The q quantile of an ascending array by the nearest-rank rule (0.0 if empty). */
 static inline double quantile(const double *s, Py_ssize_t n, double q) {
     if (n == 0) return 0.0;
@@ -190,8 +196,7 @@ static int pending_features(float *row, const RowIn *in) {
     double *t = need(2 * n);
     if (t == NULL) return -1;
     double *work = t + n;
-    memcpy(t, in->pl, (size_t)n * sizeof(double));
-    sort_doubles(t, n);
+    sorted_copy(t, in->pl, n);
     row[PEND_LIMIT_P50] = (float)(quantile(t, n, 0.5) * in->lim);
     row[PEND_LIMIT_P90] = (float)(quantile(t, n, 0.9) * in->lim);
     for (Py_ssize_t i = 0; i < n; i++) t[i] = in->time - in->ps[i];
@@ -219,8 +224,7 @@ static int running_features(float *row, const RowIn *in) {
     double *t = need(2 * n);
     if (t == NULL) return -1;
     double *rem = t + n;
-    memcpy(t, in->rl, (size_t)n * sizeof(double));
-    sort_doubles(t, n);
+    sorted_copy(t, in->rl, n);
     row[RUN_LIMIT_P50] = (float)(quantile(t, n, 0.5) * in->lim);
     for (Py_ssize_t i = 0; i < n; i++) {
         double elapsed = in->time - in->rs[i];
@@ -254,8 +258,7 @@ static int started_features(float *row, const RowIn *in) {
     Py_ssize_t n = in->nsw;
     double *t = need(n);
     if (t == NULL) return -1;
-    memcpy(t, in->sw, (size_t)n * sizeof(double));
-    sort_doubles(t, n);
+    sorted_copy(t, in->sw, n);
     row[STARTED_COUNT] = (float)count_feature(&in->nm, n);
     row[STARTED_WAIT_MEAN] = (float)wait_feature(&in->nm, pairwise_sum(t, n) / (double)n);
     row[STARTED_WAIT_P50] = (float)wait_feature(&in->nm, quantile(t, n, 0.5));

@@ -249,12 +249,11 @@ class ObservationBuilder:
         """Shape of :meth:`observe`'s result."""
         return (self.window + 1, N_FEATURES)
 
-    def _wait(self, seconds: np.ndarray | float) -> np.ndarray | float:
-        if isinstance(seconds, np.ndarray):
-            return np.log1p(np.maximum(seconds, 0.0) / 3600.0) * self._wait_norm
-        # a scalar: np.maximum(seconds, 0.0) without the ufunc call (NaN stays NaN)
+    def _wait(self, seconds: float) -> float:
+        """A wait feature: ``log1p(hours) / log1p(max_limit hours)``, negatives as 0 (NaN
+        stays NaN)."""
         s = seconds if seconds > 0.0 or seconds != seconds else 0.0
-        return np.log1p(s / 3600.0) * self._wait_norm
+        return float(np.log1p(s / 3600.0) * self._wait_norm)
 
     def recent_waits(self) -> np.ndarray:
         """Waits (seconds) of jobs seen starting within ``wait_horizon`` of the last sample.
@@ -363,7 +362,7 @@ class ObservationBuilder:
             late = wait - remaining  # > 0: would start after the predecessor ends
             est = (
                 1.0,
-                float(self._wait(wait)),
+                self._wait(wait),
                 min(max(late, 0.0) * lim, 4.0),
                 min(max(-late, 0.0) * lim, 4.0),
             )

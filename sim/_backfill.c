@@ -1,6 +1,6 @@
 /* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
- * backfill pass over it, and the priority refresh (fair-share and sort) at each
- * PriorityCalcPeriod tick.
+ * backfill pass over it, the priority refresh (fair-share and sort) at each
+ * PriorityCalcPeriod tick, and the arrays of a queue snapshot.
  *
  * Jobs are sim.engine._Job objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
@@ -660,13 +660,21 @@ fail:
 
 /* ------------------------------------------------------------------ fair-share tick */
 
-static int get_f64(PyObject *o, Py_buffer *v, Py_ssize_t n, const char *name) {
+/* A writable 1-d array of n (any n if n < 0) int64 or float64 items. */
+static int get_out(PyObject *o, Py_buffer *v, Py_ssize_t n, int is_int, const char *name) {
     if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
-    if (v->format == NULL || strcmp(v->format, "d") != 0 || v->ndim != 1 ||
-        (n >= 0 && v->shape[0] != n)) {
+    const char *f = v->format ? v->format : "";
+    int ok = v->ndim == 1 && (n < 0 || v->shape[0] == n) && v->itemsize == 8 &&
+             (is_int ? (strcmp(f, "l") == 0 || strcmp(f, "q") == 0) : strcmp(f, "d") == 0);
+    if (!ok) {
         PyBuffer_Release(v);
-        PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d float64 array of the same length", name);
+        if (n < 0)
+            PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d %s array", name,
+                         is_int ? "int64" : "float64");
+        else
+            PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d %s array of length %zd",
+                         name, is_int ? "int64" : "float64", n);
         return -1;
     }
     return 0;
@@ -686,7 +694,7 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     Py_buffer v[5];
     Py_ssize_t n = -1;
     for (int k = 0; k < 5; k++) {
-        if (get_f64(o[k], &v[k], n, names[k]) < 0) {
+        if (get_out(o[k], &v[k], n, 0, names[k]) < 0) {
             while (k-- > 0) PyBuffer_Release(&v[k]);
             return NULL;
         }
@@ -712,21 +720,6 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
  * pend_eligible, run_id, run_units, run_limit, run_start)
  * Fill a queue snapshot's arrays (made by the caller with the dicts' lengths: int64 ids and
  * units, float64 times) from the jobs of the two dicts, in their order. */
-static int get_out(PyObject *o, Py_buffer *v, Py_ssize_t n, int is_int, const char *name) {
-    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
-        return -1;
-    const char *f = v->format ? v->format : "";
-    int ok = v->ndim == 1 && v->shape[0] == n && v->itemsize == 8 &&
-             (is_int ? (strcmp(f, "l") == 0 || strcmp(f, "q") == 0) : strcmp(f, "d") == 0);
-    if (!ok) {
-        PyBuffer_Release(v);
-        PyErr_Format(PyExc_TypeError, "%s: expected a writable 1-d %s array of length %zd", name,
-                     is_int ? "int64" : "float64", n);
-        return -1;
-    }
-    return 0;
-}
-
 static int fill_jobs(PyObject *jobs, Py_buffer *v, int running) {
     /* v: id, units, limit, then submit + eligible (pending) or start (running) */
     Py_ssize_t pos = 0, i = 0;
@@ -798,7 +791,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "sim._backfill",
-    "Compiled core of the simulator: the backfill map and the priority refresh.", -1, methods,
+    "Compiled core of the simulator: the backfill map, the priority refresh, queue snapshots.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__backfill(void) {

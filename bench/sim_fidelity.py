@@ -387,6 +387,30 @@ def run_timing(
     return DEFAULT_TIMING
 
 
+def real_vs_real(a: list[dict], b: list[dict]) -> Figures:
+    """How far two real runs of one workload are apart: ``b``'s starts against ``a``'s, each
+    from its own first submission (the floor of what any replay can match)."""
+    shift = min(r["submit"] for r in a) - min(r["submit"] for r in b)
+    return compare(a, {r["name"]: r["start"] + shift for r in b if r["start"] is not None}, False)
+
+
+def print_reproducibility(recorded: dict[int, list[tuple[str, list[dict]]]]) -> None:
+    """For every workload recorded more than once, real Slurm against itself."""
+    lines = [
+        (f"{la} vs {lb}", real_vs_real(ra, rb))
+        for runs in recorded.values()
+        for i, (la, ra) in enumerate(runs)
+        for lb, rb in runs[i + 1 :]
+    ]
+    if lines:
+        print("\nreal Slurm against itself (the same workload recorded twice):")
+    for label, fig in lines:
+        print(
+            f"{label:<28} same place (within one) {100 * fig.same:5.1f}%; "
+            f"median |start difference| {fig.median:.1f} s; p90 {fig.p90:.1f} s; max {fig.max:.1f} s"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -411,6 +435,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     runs: list[tuple[str, Figures, str]] = []
+    recorded: dict[int, list[tuple[str, list[dict]]]] = {}  # seed -> its real runs
     for path in args.load or [None]:
         with tempfile.TemporaryDirectory() as d:
             conf = Path(d) / "slurm.conf"
@@ -448,6 +473,7 @@ def main() -> int:
             else f"{'replay' if timing.whole_seconds else 'cycle'}, {timing.source}"
         )
         runs.append((label, fig, how))
+        recorded.setdefault(seed, []).append((label, rows))
         if args.save and path is None:
             args.save.write_text(
                 json.dumps(
@@ -467,6 +493,7 @@ def main() -> int:
             f"p90 {fig.p90:.1f} s; max {fig.max:.1f} s; "
             f"target {'met' if fig.met else 'missed'} [{how}]"
         )
+    print_reproducibility(recorded)
     figs = [f for _, f, _ in runs]
     ok = sum(f.met for f in figs)
     print(

@@ -407,7 +407,8 @@ def print_reproducibility(recorded: dict[int, list[tuple[str, list[dict]]]]) -> 
     for label, fig in lines:
         print(
             f"{label:<28} same place (within one) {100 * fig.same:5.1f}%; "
-            f"median |start difference| {fig.median:.1f} s; p90 {fig.p90:.1f} s; max {fig.max:.1f} s"
+            f"median |start difference| {fig.median:.1f} s; p90 {fig.p90:.1f} s; "
+            f"max {fig.max:.1f} s"
         )
 
 

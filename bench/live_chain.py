@@ -57,6 +57,38 @@ def keep_loaded(
         stop.wait(2.0)
 
 
+def record(client: CliClient, seconds: float, load_ids: list[int], out: Path) -> None:
+    """Let the load run ``seconds``, then write every load job that ended as SWF (times from
+    the first submission; requested time = the limit; one user)."""
+    t_end = time.time() + seconds
+    with tqdm(total=int(seconds), desc="recording the load", unit="s") as bar:
+        while time.time() < t_end:
+            time.sleep(5.0)
+            bar.n = int(seconds - max(t_end - time.time(), 0))
+            bar.refresh()
+    mine = set(load_ids)
+    jobs = sorted(
+        (j for j in client.recent_jobs(max_age=0) if j.id in mine and j.end and j.start),
+        key=lambda j: (j.submit or 0.0, j.id),
+    )
+    if not jobs:
+        raise SystemExit("live_chain: no load job ended while recording")
+    t0 = jobs[0].submit or 0.0
+    last = jobs[-1].submit or t0
+    lines = [
+        f"; live_chain.py --record {seconds:g}: the 16-CPU local cluster's background load",
+        "; MaxNodes: 16",
+        "; MaxProcs: 16",
+    ]
+    for n, j in enumerate(jobs, 1):
+        assert j.submit is not None and j.start is not None and j.end is not None
+        fields = [n, j.submit - t0, j.start - j.submit, j.end - j.start, j.cpus, -1, -1]
+        fields += [j.cpus, j.time_limit or -1, -1, 1, 1, 1, -1, -1, -1, -1, -1]
+        lines.append(" ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in fields))
+    out.write_text("\n".join(lines) + "\n")
+    print(f"{out}: {len(jobs)} jobs over {last - t0:.0f} s")
+
+
 def summarise(store: ChainStore, ids: list[str]) -> dict[str, float]:
     gaps = [s.gap for cid in ids for s in store.segments(cid) if s.gap is not None]
     return {
@@ -84,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         default=120.0,
         help="s; the features' normalisation: the largest limit requested here",
     )
+    p.add_argument(
+        "--record",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="only run the background load this long and write its jobs as SWF (--trace-out):"
+        " the toy cluster's own trace, to train a model for it in the simulator",
+    )
+    p.add_argument("--trace-out", type=Path, default=Path("live-load.swf"))
     args = p.parse_args(argv)
     missing = missing_programs()
     if missing:
@@ -108,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             target=keep_loaded, args=(client, args.backlog, stop, rng, load_ids), daemon=True
         )
         loader.start()
+        if args.record:
+            record(client, args.record, load_ids, args.trace_out)
+            return 0
         history = QueueHistory(window=window, sample_interval=5.0, max_limit=args.max_limit)
         service = DecisionService(history, decision_interval=5.0)
         store = ChainStore(workdir)

@@ -11,6 +11,7 @@ COMMANDS = {
     "train": ("mirage.train", "train an agent from hindsight data (or by RL in the simulator)"),
     "eval": ("mirage.eval.cli", "evaluate agents and baselines on the same seeded episodes"),
     "ensemble": ("mirage.ensemble", "one model from several seeds of an agent (mean scaled score)"),
+    "support": ("mirage.support", "store a model's training support (it waits outside it)"),
     "study": ("mirage.study", "the whole study: data, 3 seeds per agent, validation, test tables"),
     "chain": ("mirage.chain.cli", "submit, list, inspect and cancel job chains on a live cluster"),
     "agentd": ("mirage.agentd", "the site daemon: queue sampling, chain driving, metrics"),

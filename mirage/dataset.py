@@ -306,11 +306,12 @@ def load(path: str | Path) -> HindsightData:
     import pyarrow.parquet as pq
 
     path = Path(path)
+    for part in (path, _hist_path(path)):  # pyarrow's own error does not name the file
+        if not part.is_file():
+            raise DatasetError(f"{part}: no such dataset file")
     try:
         table = pq.read_table(path)
         hist = pq.read_table(_hist_path(path))
-    except FileNotFoundError as exc:
-        raise DatasetError(f"{exc.filename}: no such dataset file") from None
     except Exception as exc:  # pyarrow's errors for a file that is not Parquet
         raise DatasetError(f"{path}: not a Mirage dataset ({exc})") from None
     raw = (table.schema.metadata or {}).get(b"mirage")

@@ -29,9 +29,18 @@ import numpy as np
 
 from hpcbase.atomic import atomic_path
 from mirage.agents.common.model_io import MEMBERS_DIR, META_NAME, ModelError, load_model
+from mirage.agents.common.support import masked
 from mirage.dataset import HindsightData
 
-_PER_MODEL = ("seed", "pretrain", "train_cpu_seconds", "created", "validation", "threshold")
+_PER_MODEL = (
+    "seed",
+    "pretrain",
+    "train_cpu_seconds",
+    "created",
+    "validation",
+    "threshold",
+    "support",
+)
 
 
 def scale_of(scores: np.ndarray) -> tuple[float, float]:
@@ -79,7 +88,14 @@ def build_ensemble(
     if objective is None:  # the members' own rule objective and overlap budget
         objective = str(first.get("objective") or "abs_gap")
         max_overlap = first.get("max_overlap_hours")
-    threshold, guard, val = tune_rule(validation, score, objective, max_overlap)
+    support = None  # the union of the members' (each was trained on its own data)
+    if all(m.support is not None for m in members):
+        for m in members:
+            assert m.support is not None
+            support = m.support if support is None else support.union(m.support)
+    threshold, guard, val = tune_rule(
+        validation, masked(support, validation, score), objective, max_overlap
+    )
     meta = {k: v for k, v in first.items() if k not in _PER_MODEL}
     meta.update(
         threshold=threshold,
@@ -87,6 +103,7 @@ def build_ensemble(
         guard_hours=guard_in_hours(guard, first.get("max_limit")),
         objective=objective,
         max_overlap_hours=max_overlap,
+        support=support.to_meta() if support else None,
         validation={k: getattr(val, k) for k in val.__slots__},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         ensemble={

@@ -44,6 +44,12 @@ class Metrics:
         self.decisions = Counter(
             "mirage_decisions_total", "Policy decisions made", ["policy", "action"], registry=r
         )
+        self.outside_support = Counter(
+            "mirage_decisions_outside_support_total",
+            "Decisions where a feature lay outside the model's training range (it waited)",
+            ["policy"],
+            registry=r,
+        )
         self.submissions = Counter(
             "mirage_submissions_total",
             "Segments submitted (first, policy: pre-submitted, afterany, forced: at the end)",
@@ -93,6 +99,12 @@ class Metrics:
         self.reloads = Counter(
             "mirage_config_reloads_total", "Configuration reloads", ["result"], registry=r
         )
+
+    def count_decision(self, policy: str, action: str, outside_support: bool = False) -> None:
+        """One policy decision (and whether the model was outside its training support)."""
+        self.decisions.labels(policy, action).inc()
+        if outside_support:
+            self.outside_support.labels(policy).inc()
 
     def observe_gap(self, gap: float) -> None:
         """One successor's realised gap (s): > 0 interruption, < 0 overlap."""

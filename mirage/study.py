@@ -180,17 +180,18 @@ def choose_default(metas: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, d
 
 def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None) -> dict[str, Any]:
     """Choose a saved model's threshold again on validation data (other objective)."""
-    import zipfile
 
     from mirage.agents.common.hindsight import tune_rule
-    from mirage.agents.common.model_io import META_NAME, load_model
+    from mirage.agents.common.model_io import load_model, write_meta
     from mirage.agents.common.pretrain import predict
+    from mirage.agents.common.support import masked
     from mirage.dataset import load
     from mirage.train import guard_in_hours
 
     policy = load_model(path)
     val = load(val_path)
     scores = predict(lambda obs: __import__("torch").as_tensor(policy.score(obs.numpy())), val)
+    scores = masked(policy.support, val, scores)
     threshold, guard, stats = tune_rule(val, scores, objective, max_overlap)
     meta = dict(policy.meta)
     meta.update(
@@ -201,16 +202,7 @@ def retune(path: Path, val_path: Path, objective: str, max_overlap: float | None
         max_overlap_hours=max_overlap,
         validation={k: getattr(stats, k) for k in stats.__slots__},
     )
-    with zipfile.ZipFile(path) as zf:
-        members = {n: zf.read(n) for n in zf.namelist() if n != META_NAME}
-    members[META_NAME] = json.dumps(meta, indent=1, sort_keys=True).encode()
-    import io
-
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    atomic_write(path, buf.getvalue())
+    write_meta(path, meta)
     return meta
 
 

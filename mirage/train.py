@@ -74,6 +74,7 @@ def train_hindsight(
     from mirage.agents.common.extractors import fit_input_range
     from mirage.agents.common.hindsight import tune_rule
     from mirage.agents.common.pretrain import predict, seed_everything
+    from mirage.agents.common.support import Support, masked
 
     if data.obs(np.arange(1)).shape[1:] != validation.obs(np.arange(1)).shape[1:]:
         raise DatasetError("the training and validation data differ in observation shape")
@@ -93,7 +94,9 @@ def train_hindsight(
         model.set_env(online_env)
         model.learn(total_timesteps=online_steps, progress_bar=progress)
     cpu = time.process_time() - began
+    support = Support.of_data(data, FEATURE_VERSION)
     scores = predict(module.score(model), validation)
+    scores = masked(support, validation, scores)  # it waits outside its support
     objective = str(objective or getattr(module, "OBJECTIVE", "abs_gap"))
     threshold, guard, val = tune_rule(validation, scores, objective, max_overlap)
     meta = {
@@ -113,6 +116,7 @@ def train_hindsight(
         "objective": objective,
         "max_overlap_hours": max_overlap,
         "validation": {k: getattr(val, k) for k in val.__slots__},
+        "support": support.to_meta(),
         "pretrain": stats,
         "online_steps": online_steps,
         "seed": seed,

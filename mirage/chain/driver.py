@@ -322,14 +322,17 @@ class ChainDriver:
             chain.id, pred.idx + 1, result.time, result.policy, result.action, result.inputs
         )
         if self.metrics:
-            self.metrics.decisions.labels(result.policy, result.action).inc()
+            self.metrics.count_decision(result.policy, result.action, bool(result.outside_support))
         log.info(
-            "chain %s segment %d: %s by %s (remaining %.0f s)",
+            "chain %s segment %d: %s by %s (remaining %.0f s)%s",
             chain.id,
             pred.idx + 1,
             result.action,
             result.policy,
             state.pred_remaining,
+            "; outside the model's training range: " + ", ".join(result.outside_support)
+            if result.outside_support
+            else "",
         )
         if result.submit:
             self.submit_segment(

@@ -76,6 +76,11 @@ class DecisionResult:
     def submit(self) -> bool:
         return self.action != "wait"
 
+    @property
+    def outside_support(self) -> list[str]:
+        """The features outside the model's training support (the model then waits)."""
+        return list(self.inputs.get("outside_support", []))
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -151,6 +156,10 @@ class DecisionService:
                 decision = policy.decide(ctx)
             except ModelError as e:
                 raise PolicyError(str(e)) from None
+            support = getattr(policy, "support", None)
+            outside = support.explain(ctx.obs) if support is not None else []
+        if outside:  # the model waits: this cluster is unlike its training data here
+            inputs["outside_support"] = outside
         waits = ctx.recent_waits
         inputs["recent_waits_n"] = int(waits.shape[0])
         inputs["recent_waits_mean_s"] = round(float(waits.mean()), 1) if waits.shape[0] else 0.0

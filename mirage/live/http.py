@@ -97,7 +97,9 @@ class AgentdServer:
                 except (ValueError, PolicyError) as e:
                     self._json(400, {"error": str(e)})
                     return
-                outer.metrics.decisions.labels(result.policy, result.action).inc()
+                outer.metrics.count_decision(
+                    result.policy, result.action, bool(result.outside_support)
+                )
                 self._json(200, result.to_json())
 
         self.metrics = metrics

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 
@@ -104,3 +105,27 @@ def test_reload_keeps_the_old_config_when_the_new_one_is_bad(daemon):
     r = d.metrics.registry
     assert r.get_sample_value("mirage_config_reloads_total", {"result": "error"}) == 1
     assert r.get_sample_value("mirage_config_reloads_total", {"result": "ok"}) == 1
+
+
+def test_a_model_outside_its_training_support_waits_and_is_counted(tmp_path):
+    """The shipped LS6 model was trained on 48-h segments: a 10-minute segment is outside
+    its support, so it waits, says why in the decision, and the metric counts it."""
+    path = tmp_path / "mirage.toml"
+    conf = CONF.format(d=tmp_path, di=5.0).replace("window = 6", "window = 144")
+    conf = conf.replace('"average", "reactive"', '"default", "reactive"')
+    path.write_text(conf.replace('default_policy = "average"', 'default_policy = "default"'))
+    d = Agentd(config.load(path), CollectorRegistry())
+    for t in (1000.0, 1005.0, 1010.0):
+        d.history.push(QueueSnapshot.from_rows(t, 16, [(10, 1, 600.0, 900.0, 900.0)], []), 3600.0)
+    d.server.start()
+    try:
+        remote = RemoteDecider(f"http://127.0.0.1:{d.server.port}")
+        res = remote.decide("default", chain(remaining=50.0), step=3)
+        assert res.action == "wait"
+        assert "context:pred_limit" in res.inputs["outside_support"]
+        assert "outside_support" not in remote.decide("reactive", chain(50.0), 3).inputs
+        with urllib.request.urlopen(f"http://127.0.0.1:{d.server.port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    finally:
+        d.server.stop()
+    assert re.search(r'mirage_decisions_outside_support_total\{policy="[^"]+"\} 1\.0', text)

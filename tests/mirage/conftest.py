@@ -51,3 +51,14 @@ def trace_path():
 @pytest.fixture(scope="session")
 def small_splits() -> dict[str, tuple[str, str]]:
     return dict(SPLITS)
+
+
+@pytest.fixture(scope="session")
+def small_data(small_world):
+    """Hindsight labels of 6 training chains (1 and 2 nodes, hourly decisions) of the small
+    world: enough to train, ensemble and tune a model in seconds."""
+    from mirage import dataset as ds
+
+    starts = ds.sample_starts(small_world, "train", 6, [1, 2], seed=5)
+    recs = ds.collect(small_world, starts, 3600.0)
+    return ds.from_records(recs, ds.dataset_meta(small_world, "train", 6, 5, 3600.0, [1, 2]))

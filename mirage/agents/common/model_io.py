@@ -16,6 +16,7 @@ import numpy as np
 from hpcbase.atomic import atomic_path
 from mirage.agents.common.policy import Decision, DecisionContext
 from mirage.agents.common.rule import fires
+from mirage.agents.common.support import Support
 from mirage.observation import CONTEXT_COLUMNS, FEATURE_VERSION, for_version
 
 META_NAME = "mirage.json"
@@ -72,11 +73,26 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{path}: not a Mirage model ({exc})") from exc
 
 
+def write_meta(path: str | Path, meta: dict[str, Any], out: str | Path | None = None) -> Path:
+    """Replace a saved model's metadata, rewriting its zip atomically (at ``out`` if given)."""
+    out = Path(out or path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as src:
+        entries = [(i, src.read(i)) for i in src.infolist() if i.filename != META_NAME]
+    with atomic_path(out, suffix=".zip") as tmp, zipfile.ZipFile(tmp, "w") as zf:
+        for info, blob in entries:
+            zf.writestr(info, blob)
+        zf.writestr(META_NAME, json.dumps(meta, indent=1, sort_keys=True))
+    return out
+
+
 class LearnedPolicy:
     """A trained model behind the :class:`Policy` interface. A model with a tuned
     ``threshold`` in its metadata submits once its score (see :data:`ALGO_MODULES`) reaches
     it, unless its start-estimate ``guard`` holds it back
-    (:func:`~mirage.agents.common.rule.fires`); an older one acts greedily."""
+    (:func:`~mirage.agents.common.rule.fires`); an older one acts greedily. A model with a
+    training ``support`` (:mod:`~mirage.agents.common.support`) waits wherever a feature lies
+    outside it."""
 
     needs_observation = True
 
@@ -90,6 +106,10 @@ class LearnedPolicy:
         self.threshold = meta.get("threshold")
         self.guard = meta.get("guard")
         self.feature_version = int(meta["feature_version"])
+        try:
+            self.support = Support.from_meta(meta.get("support"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{name}: bad training support in its metadata ({exc})") from exc
         if score is None and self.threshold is not None:
             score = algo_module(meta["agent"]).score(model)
         self._score = score
@@ -109,7 +129,14 @@ class LearnedPolicy:
     def fires(self, obs: np.ndarray) -> np.ndarray:
         """Whether the tuned rule submits, for a batch of observations."""
         assert self.threshold is not None
-        return fires(self.score(obs), obs[:, -1], float(self.threshold), self.guard)
+        fire = fires(self.score(obs), obs[:, -1], float(self.threshold), self.guard)
+        return fire & self.inside(obs)
+
+    def inside(self, obs: np.ndarray) -> np.ndarray:
+        """Whether each observation lies inside the training support (all, without one)."""
+        if self.support is None:
+            return np.ones(len(obs), bool)
+        return self.support.inside(obs)
 
     def decide(self, ctx: DecisionContext) -> Decision:
         if for_version(ctx.obs, self.feature_version).shape != self.obs_shape:
@@ -122,6 +149,8 @@ class LearnedPolicy:
             return Decision.WAIT  # trained to decide only in the last `within` seconds
         if self.threshold is not None:
             return Decision.SUBMIT if self.fires(ctx.obs[None])[0] else Decision.WAIT
+        if not self.inside(ctx.obs[None])[0]:
+            return Decision.WAIT
         action, _ = self.model.predict(
             for_version(ctx.obs, self.feature_version), deterministic=True
         )

@@ -1,8 +1,9 @@
 """A model's training support: the chain shapes it was trained on.
 
 The learned models clip every input to the range it took in training, so a queue busier
-than any in training reads as the busiest one seen (the LS6 test month has jobs pending
-longer than any in the training months: 44 % of its decision points). A chain of another
+than any in training reads as the busiest one seen (at 40 % of the simulated LS6 test
+month's decision points a job has been pending longer than any at a training decision
+point). A chain of another
 shape is a different task: a one-node chain on a 256-node cluster (1/256 of it) would be
 clipped to the narrowest chain seen, 1/84, and the model would answer for a cluster that is
 not there. So a learned agent checks, at every decision, the chain's shape (:data:`CHECKED`:

@@ -1,0 +1,143 @@
+"""Train Mirage models for the toy live cluster of ``bench/live_chain.py``, as a site would
+for its own: from the cluster's recorded load, in the simulator configured from its own
+slurm.conf, at its own time scale.
+
+The shipped LS6 model was trained on 48-h segments, 10-minute samples and waits of hours;
+the toy cluster's segments last a minute, so that model is outside its training support
+there and waits (``reactive``). This script records nothing itself: it reads the SWF that
+``bench/live_chain.py --record SECONDS --trace-out FILE`` wrote, splits it by time (train,
+then validation, then test), labels chains of the bench's shape (1 CPU, 60-s limit, 5-s
+samples and decisions) with their exact gaps, trains each agent with one seed, and saves
+the one best on validation, with a table of every agent on the validation and test slices
+(evaluated exactly, offline, from the labels).
+
+    .venv/bin/python bench/live_chain.py --record 1500 --trace-out runs/toy/live-load.swf
+    .venv/bin/python bench/live_toy_model.py runs/toy/live-load.swf --out runs/toy
+    .venv/bin/python bench/live_chain.py --policy runs/toy/toy-best.zip --max-limit 60
+
+Ends with ``RESULT best=AGENT validation_abs_gap_s=... test_abs_gap_s=...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.fixtures
+
+from mirage import dataset as ds  # noqa: E402
+from mirage.agents.common.hindsight import GapStats  # noqa: E402
+from mirage.agents.common.model_io import save_model  # noqa: E402
+from mirage.envs.world import ChainWorld  # noqa: E402
+from mirage.eval import offline  # noqa: E402
+from mirage.train import train_hindsight  # noqa: E402
+from sim.config import SlurmConfig  # noqa: E402
+from sim.engine import Simulator  # noqa: E402
+from sim.traces.read import read_trace  # noqa: E402
+from tests.fixtures.localcluster import LocalCluster  # noqa: E402
+
+INTERVAL = 5.0  # the bench's sample and decision interval, s
+CHAIN_LIMIT = 60.0  # the bench's segment limit, s (the features' max_limit: --max-limit 60)
+CPUS = 16
+AGENTS = ("gap-regressor", "pg", "dqn", "moe-dqn")
+
+
+def bench_config() -> SlurmConfig:
+    """The scheduling of the bench's cluster: its slurm.conf as the script renders it, with
+    the bench's ``bf_interval=5``."""
+    with tempfile.TemporaryDirectory() as d:
+        extra = Path(d) / "extra.conf"
+        extra.write_text("SchedulerParameters=bf_interval=5\n")
+        conf = Path(d) / "slurm.conf"
+        conf.write_text(LocalCluster(Path(d) / "c", cpus=CPUS, conf_extra=extra).render_conf())
+        return SlurmConfig.from_file(conf)
+
+
+def world_of(trace_path: Path, window: int) -> ChainWorld:
+    """The toy cluster's world: its trace split by time into train (15-60 %), validation
+    (60-80 %) and test (80-100 %) of its span, each chain starting there."""
+    trace = read_trace(trace_path)
+    cfg = bench_config()
+    span = float(trace.submit.max())
+
+    def at(frac: float) -> str:
+        return datetime.fromtimestamp(trace.start_epoch + frac * span, UTC).isoformat()
+
+    splits = {
+        "train": (at(0.15), at(0.6)),
+        "validation": (at(0.6), at(0.8)),
+        "test": (at(0.8), at(0.97)),
+    }
+    return ChainWorld(
+        trace,
+        total_units=CPUS,
+        max_limit=CHAIN_LIMIT,
+        window=window,
+        sample_interval=INTERVAL,
+        grid=60.0,
+        splits=splits,
+        make_simulator=lambda tr, units, seed: Simulator(tr, cfg, total_units=units, seed=seed),
+    )
+
+
+def label(world: ChainWorld, split: str, episodes: int, seed: int) -> ds.HindsightData:
+    starts = ds.sample_starts(world, split, episodes, [1], seed)
+    recs = ds.collect(world, starts, INTERVAL, jobs=2, progress=True)
+    return ds.from_records(recs, ds.dataset_meta(world, split, episodes, seed, INTERVAL, [1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("trace", type=Path, help="the SWF written by live_chain.py --record")
+    p.add_argument("--out", type=Path, default=Path("runs/toy"))
+    p.add_argument("--window", type=int, default=24, help="history samples (default 2 min)")
+    p.add_argument("--episodes", type=int, default=600, help="training chains")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--agents", default=",".join(AGENTS))
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    world = world_of(args.trace, args.window)
+    train = label(world, "train", args.episodes, args.seed)
+    val = label(world, "validation", args.episodes // 3, args.seed + 1)
+    test = label(world, "test", args.episodes // 3, args.seed + 2)
+    rows: list[tuple[str, GapStats, GapStats]] = [
+        ("reactive", GapStats.of(val.ep_end_gap), GapStats.of(test.ep_end_gap)),
+        ("oracle", GapStats.of(offline.oracle_gaps(val)), GapStats.of(offline.oracle_gaps(test))),
+    ]
+    paths: dict[str, Path] = {}
+    for agent in args.agents.split(","):
+        model, meta = train_hindsight(agent, train, val, seed=args.seed)
+        paths[agent] = save_model(model, args.out / f"toy-{agent}.zip", agent, meta)
+        v = GapStats.of(offline.rule_gaps(val, paths[agent])[0])
+        t = GapStats.of(offline.rule_gaps(test, paths[agent])[0])
+        rows.append((agent, v, t))
+    print(
+        f"\n{'agent':14} {'validation |gap| s':>19} {'test |gap| s':>13} {'test int. s':>12} "
+        f"{'test overlap s':>15}"
+    )
+    for name, v, t in rows:
+        print(
+            f"{name:14} {v.abs_gap * 3600:>19.1f} {t.abs_gap * 3600:>13.1f} "
+            f"{t.interruption * 3600:>12.1f} {t.overlap * 3600:>15.1f}"
+        )
+    learned = [r for r in rows if r[0] in paths]
+    best, v, t = min(learned, key=lambda r: r[1].abs_gap)  # chosen on validation only
+    shutil.copyfile(paths[best], args.out / "toy-best.zip")
+    print(
+        f"RESULT best={best} validation_abs_gap_s={v.abs_gap * 3600:.1f} "
+        f"test_abs_gap_s={t.abs_gap * 3600:.1f} "
+        f"test_reactive_abs_gap_s={rows[0][2].abs_gap * 3600:.1f} "
+        f"chains_train={train.episodes} chains_validation={val.episodes} "
+        f"chains_test={test.episodes} model={args.out / 'toy-best.zip'}"
+    )
+    return 0 if np.isfinite(v.abs_gap) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

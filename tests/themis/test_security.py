@@ -293,14 +293,19 @@ def test_real_jobs_are_found_by_their_cgroup(slurm_cluster):
     job_id = sbatch(slurm_cluster, "-N", "1", "--wrap", "sleep 60")
     try:
         wait_running(slurm_cluster, job_id)
-        out = subprocess.run(
-            ["scontrol", "listpids", job_id],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, **slurm_cluster.env),
-            timeout=30,
-        )
-        pids = [int(line.split()[0]) for line in out.stdout.splitlines()[1:] if line.strip()]
+        deadline = time.monotonic() + 15  # RUNNING in slurmctld comes before slurmd's launch
+        while True:
+            out = subprocess.run(
+                ["scontrol", "listpids", job_id],
+                capture_output=True,
+                text=True,
+                env=dict(os.environ, **slurm_cluster.env),
+                timeout=30,
+            )
+            pids = [int(ln.split()[0]) for ln in out.stdout.splitlines()[1:] if ln.strip()]
+            if pids or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         assert pids, out.stdout + out.stderr
         tagger = Tagger(slurm=None)  # nothing to ask: only the cgroup can name the job
         assert {tagger.job_from_cgroup(pid) for pid in pids} == {job_id}

@@ -310,9 +310,11 @@ def test_redis_killed_and_restarted_io_goes_on_and_shares_return(redis_proc: Red
     after = shares(back + 3 * window, back + 3 * window + 5.0)
     for j in "123":
         assert after[j] == pytest.approx(1 / 3, rel=0.10), (after, before, gone)
-        # before the kill only shows coordination is on; its window starts 3 s after the
-        # jobs, and convergence under a loaded CI machine can take part of it
-        assert before[j] == pytest.approx(1 / 3, rel=0.15), (after, before, gone)
+    # Before the kill only shows that coordination is on: node A's lone job 1 is below the
+    # local-only share it gets while Redis is gone (the same 0.42 boundary). Its window
+    # starts 3 s after the jobs, and convergence on a loaded 2-core machine can take part of
+    # it (0.388 seen once in a full run, against 1/3 coordinated and 0.5 local-only).
+    assert before["1"] < 0.42 and min(before.values()) > 0.25, (after, before, gone)
     assert gone["1"] > 0.42, gone  # local-only meanwhile: node A's share went to job 1
     for log in logs:
         assert "is slow or gone" in log and log.count("cluster: joined through") == 2

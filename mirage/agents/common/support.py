@@ -35,7 +35,6 @@ from mirage.observation import (
     CONTEXT_FEATURES,
     QUEUE_COLUMNS,
     QUEUE_FEATURES,
-    for_version,
 )
 
 WIDEN = 0.05
@@ -54,9 +53,11 @@ def feature_names(version: int) -> tuple[str, ...]:
 
 
 def covered_rows(obs: np.ndarray, version: int) -> np.ndarray:
-    """The covered features ``(n, F)`` of observations ``(n, window + 1, N_FEATURES)``."""
-    obs = for_version(np.asarray(obs), version)
-    return np.concatenate([obs[:, -2, :], obs[:, -1, : CONTEXT_COLUMNS[version]]], axis=1)
+    """The covered features ``(n, F)`` of observations ``(n, window + 1, N_FEATURES)``, as
+    a model of feature ``version`` sees them (only the two rows, no copy of the rest)."""
+    obs = np.asarray(obs)
+    queue = obs[:, -2, : QUEUE_COLUMNS[version]]
+    return np.concatenate([queue, obs[:, -1, : CONTEXT_COLUMNS[version]]], axis=1)
 
 
 def data_rows(data: Any, version: int) -> np.ndarray:
@@ -98,14 +99,15 @@ class Support:
 
     def inside_data(self, data: Any) -> np.ndarray:
         """``(n,)``: :meth:`inside` for every decision of a hindsight dataset."""
-        rows = data_rows(data, self.version)
-        return np.asarray(~(((rows < self.lo) | (rows > self.hi)) & self.gates).any(axis=1))
+        return np.asarray(~(self._beyond(data_rows(data, self.version)) & self.gates).any(axis=1))
 
     def outside(self, obs: np.ndarray) -> np.ndarray:
         """``(n, F)``: which features of each observation lie outside their training range
         (every feature, not only those that gate)."""
-        rows = covered_rows(obs, self.version)
-        return (rows < self.lo) | (rows > self.hi)
+        return self._beyond(covered_rows(obs, self.version))
+
+    def _beyond(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray((rows < self.lo) | (rows > self.hi))
 
     def inside(self, obs: np.ndarray) -> np.ndarray:
         """``(n,)``: whether each observation's chain shape lies inside (the rule may fire)."""

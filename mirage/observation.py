@@ -19,6 +19,7 @@ normalised by the cluster's size (``total_units``) and its maximum wall-clock li
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,18 @@ FIT_RECENT = 3 * 3600.0
 """Horizon (seconds) of the ``fit_recent_*`` context features."""
 
 N_FEATURES = len(QUEUE_FEATURES)
+
+
+def queue_columns(names: Sequence[str]) -> list[int]:
+    """The history columns of the queue features ``names``; a clear error for others."""
+    unknown = [n for n in names if n not in QUEUE_FEATURES]
+    if unknown:
+        raise ValueError(
+            f"not queue features: {', '.join(unknown)} (known: {', '.join(QUEUE_FEATURES)})"
+        )
+    return [QUEUE_FEATURES.index(n) for n in names]
+
+
 if _obsrow.QUEUE_COLUMNS != QUEUE_FEATURES:  # the compiled row fills columns by position
     raise ImportError("mirage._obsrow was built for another QUEUE_FEATURES; rebuild it")
 assert len(CONTEXT_FEATURES) <= N_FEATURES

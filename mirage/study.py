@@ -34,7 +34,7 @@ from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, unit_sizes
 from mirage.envs.world import ChainSpec, ChainWorld
-from mirage.observation import DECISION_INTERVAL
+from mirage.observation import DECISION_INTERVAL, queue_columns
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -84,14 +84,18 @@ def make_data(
     return path
 
 
-def _train_task(task: tuple[str, int, str, str, str]) -> tuple[str, int, dict[str, Any]]:
+def _train_task(
+    task: tuple[str, int, str, str, str, tuple[str, ...]],
+) -> tuple[str, int, dict[str, Any]]:
     from mirage.agents.common.model_io import read_meta, save_model
     from mirage.dataset import load
     from mirage.train import train_hindsight
 
-    agent, seed, train_path, val_path, model_path = task
+    agent, seed, train_path, val_path, model_path, drop = task
     if not Path(model_path).exists():
-        model, meta = train_hindsight(agent, load(train_path), load(val_path), seed)
+        model, meta = train_hindsight(
+            agent, load(train_path), load(val_path), seed, drop_features=drop
+        )
         save_model(model, model_path, agent, meta)
     return agent, seed, read_meta(model_path)
 
@@ -103,13 +107,15 @@ def train_all(
     train_path: Path,
     val_path: Path,
     jobs: int,
+    drop_features: Sequence[str] = (),
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """Every agent and seed (in parallel processes); their metadata."""
+    """Every agent and seed (in parallel processes), each without the queue features
+    ``drop_features``; their metadata."""
     from tqdm import tqdm
 
     (out / "models").mkdir(parents=True, exist_ok=True)
     tasks = [
-        (a, s, str(train_path), str(val_path), str(model_path(out, a, s)))
+        (a, s, str(train_path), str(val_path), str(model_path(out, a, s)), tuple(drop_features))
         for a in sorted(agents, key=lambda a: a != AGGRESSIVE_AGENT)  # the slowest first
         for s in seeds
     ]
@@ -414,6 +420,11 @@ def _parser() -> argparse.ArgumentParser:
         "add training and validation chains, so that the data span lighter and heavier load "
         "than the one size; the test runs at --total-units only",
     )
+    p.add_argument(
+        "--drop-features",
+        default="",
+        help="comma-separated queue features every model learns without (mirage train)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument(
         "--stage",
@@ -500,7 +511,13 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    p = _parser()
+    args = p.parse_args(argv)
+    drop = [n for n in args.drop_features.split(",") if n]
+    try:
+        queue_columns(drop)
+    except ValueError as exc:
+        p.error(f"--drop-features: {exc}")
     began = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -518,7 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     val_path = make_data(worlds, out, "validation", args.validation_episodes, 1, sizes, args.jobs)
     if args.stage == "data":
         return 0
-    metas = train_all(out, agents, seeds, train_path, val_path, args.jobs)
+    metas = train_all(out, agents, seeds, train_path, val_path, args.jobs, drop)
     default, means = choose_default(metas)
     if AGGRESSIVE_AGENT in agents:
         default_overlap = np.mean(
@@ -576,6 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Default agent: **{default}** (`{shipped.name}` ships). Validation mean |gap| "
         "(mean over seeds): " + ", ".join(f"{a} {v:.2f} h" for a, v in means.items()),
         "",
+        *(
+            [f"Every model learns without the queue features {', '.join(drop)}.", ""]
+            if drop
+            else []
+        ),
         seed_markdown(validation, "Validation (where models and thresholds were chosen)"),
         gate,
     ]

@@ -32,7 +32,7 @@ from mirage.agents.common.model_io import algo_module, save_model
 from mirage.dataset import DatasetError, HindsightData
 from mirage.envs import ChainEnv, ChainSpec, ChainWorld
 from mirage.envs.options import add_world_args, build_world, chain_spec, unit_sizes
-from mirage.observation import FEATURE_VERSION
+from mirage.observation import FEATURE_VERSION, queue_columns
 
 OFFLINE_BUFFER = 1_000
 """Replay buffer of a DQN built for offline training (SB3's default would reserve GBs)."""
@@ -66,11 +66,13 @@ def train_hindsight(
     max_overlap: float | None = None,
     online_env: gym.Env | None = None,
     online_steps: int = 0,
+    drop_features: Sequence[str] = (),
     progress: bool = False,
     **pretrain_kwargs: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """Learn ``agent`` from ``data``, choose its threshold on ``validation``; returns the
-    model and its metadata (which holds the threshold and the validation figures)."""
+    model and its metadata (which holds the threshold and the validation figures). The
+    queue features ``drop_features`` are pinned to 0: the model learns without them."""
     from mirage.agents.common.extractors import fit_input_range
     from mirage.agents.common.hindsight import tune_rule
     from mirage.agents.common.pretrain import predict, seed_everything
@@ -78,6 +80,7 @@ def train_hindsight(
 
     if data.obs(np.arange(1)).shape[1:] != validation.obs(np.arange(1)).shape[1:]:
         raise DatasetError("the training and validation data differ in observation shape")
+    drop = queue_columns(drop_features)
     module = algo_module(agent)
     seed_everything(seed)
     shape = tuple(data.obs(np.arange(1)).shape[1:])
@@ -85,7 +88,7 @@ def train_hindsight(
     if agent in ("dqn", "moe-dqn") and not online_steps:
         kwargs["buffer_size"] = OFFLINE_BUFFER
     model = module.build(SpacesEnv(shape), seed, **kwargs)
-    fit_input_range(getattr(model, "policy", None) or model.net, data.hist, data.ctx)
+    fit_input_range(getattr(model, "policy", None) or model.net, data.hist, data.ctx, drop)
     began = time.process_time()
     stats = module.pretrain(model, data, seed, progress=progress, **pretrain_kwargs)
     if online_steps:
@@ -117,6 +120,7 @@ def train_hindsight(
         "max_overlap_hours": max_overlap,
         "validation": {k: getattr(val, k) for k in val.__slots__},
         "support": support.to_meta(),
+        "dropped_features": list(drop_features),
         "pretrain": stats,
         "online_steps": online_steps,
         "seed": seed,
@@ -229,6 +233,11 @@ def _parser() -> argparse.ArgumentParser:
         default=50_000,
         help="env steps of RL alone (without --dataset; default 50000)",
     )
+    p.add_argument(
+        "--drop-features",
+        default="",
+        help="hindsight: comma-separated queue features the model learns without",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="MODEL.zip to write")
     p.add_argument(
@@ -259,6 +268,11 @@ def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: P
 
     if not args.validation:
         p.error("--dataset needs --validation (the threshold is chosen on it)")
+    drop = [n for n in args.drop_features.split(",") if n]
+    try:
+        queue_columns(drop)
+    except ValueError as exc:
+        p.error(f"--drop-features: {exc}")
     try:
         data, val = load(args.dataset), load(args.validation)
     except DatasetError as exc:
@@ -285,6 +299,7 @@ def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: P
         max_overlap=args.max_overlap_hours,
         online_env=env,
         online_steps=args.online_steps,
+        drop_features=drop,
         progress=not args.no_progress,
     )
     save_model(model, out, args.agent, meta)

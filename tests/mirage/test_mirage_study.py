@@ -8,6 +8,7 @@ import json
 import pytest
 
 from mirage import dataset as ds
+from mirage.agents.common.model_io import read_meta
 from mirage.study import main
 
 
@@ -39,9 +40,14 @@ def test_study_end_to_end(trace_path, tmp_path):
         "3",
         "--chain-sizes",
         "1",
+        "--drop-features",
+        "pend_wait_max",
         "--out",
         str(out),
     ]
+    with pytest.raises(SystemExit):  # a name that is no queue feature: refused at once
+        main([*argv[:-4], "--drop-features", "pend_age", "--out", str(out)])
+    assert not out.exists()
     assert main(argv) == 0
     train = ds.load(out / "data" / "train.parquet")
     val = ds.load(out / "data" / "validation.parquet")
@@ -65,3 +71,6 @@ def test_study_end_to_end(trace_path, tmp_path):
         "moe-dqn-ens.zip" if ens < best else f"moe-dqn-s{choice['default_seed']}.zip"
     )
     assert "moe-dqn ensemble" in (out / "validation.md").read_text()
+    # every model learned without the dropped feature, and the report says so
+    assert read_meta(out / "models" / "moe-dqn-s1.zip")["dropped_features"] == ["pend_wait_max"]
+    assert "learns without the queue features pend_wait_max" in readme

@@ -97,3 +97,41 @@ def test_a_model_of_an_older_feature_version_still_runs(small_world, tmp_path):
     other = obs.copy()
     other[:, :, QUEUE_COLUMNS[4] :] = 0.0
     assert not np.array_equal(current.score(obs), current.score(other))
+
+
+def test_a_model_trained_without_some_queue_features_never_sees_them(small_data, tmp_path):
+    from mirage.observation import QUEUE_FEATURES
+    from mirage.train import main as train_main
+    from mirage.train import train_hindsight
+
+    drop = ["pend_wait_p50", "pend_wait_max"]
+    model, meta = train_hindsight("gap-regressor", small_data, small_data, 0, drop_features=drop)
+    path = save_model(model, tmp_path / "gr.zip", "gap-regressor", meta)
+    assert read_meta(path)["dropped_features"] == drop
+    policy = load_policy(str(path))
+    obs = small_data.obs(np.arange(40))
+    base = policy.score(obs)
+    cols = [QUEUE_FEATURES.index(n) for n in drop]
+    moved = obs.copy()
+    moved[:, :-1, cols] = 7.0  # anything in the dropped columns: the same scores
+    np.testing.assert_array_equal(policy.score(moved), base)
+    other = obs.copy()
+    other[:, :-1, QUEUE_FEATURES.index("pend_units")] += 0.5  # a kept column still counts
+    assert not np.array_equal(policy.score(other), base)
+    with pytest.raises(ValueError, match="not queue features: pend_age"):
+        train_hindsight("gap-regressor", small_data, small_data, 0, drop_features=["pend_age"])
+    with pytest.raises(SystemExit):
+        train_main(
+            [
+                "--agent",
+                "dqn",
+                "--dataset",
+                "x.parquet",
+                "--validation",
+                "y.parquet",
+                "--drop-features",
+                "nope",
+                "--out",
+                str(tmp_path / "m.zip"),
+            ]
+        )

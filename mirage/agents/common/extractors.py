@@ -9,10 +9,13 @@ Both first clip their input to the range of each feature seen in the training da
 (:func:`fit_input_range`; unbounded until it is called): a queue far heavier than any in
 training reads as the heaviest one seen, instead of an extrapolation the network never
 learned (the LS6 test month's longest pending waits exceed the training months').
+A model can also be trained without some queue features: :func:`fit_input_range` pins their
+columns to 0 (``drop``), so the network never sees them, in training or in use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -40,12 +43,16 @@ class InputRange(nn.Module):
         for name in RANGE_BUFFERS:
             self.register_buffer(name, -inf.clone() if name.endswith("lo") else inf.clone())
 
-    def set_range(self, hist: np.ndarray, ctx: np.ndarray) -> None:
-        """Bounds from history rows ``hist`` and context rows ``ctx`` (each ``(n, F)``)."""
+    def set_range(self, hist: np.ndarray, ctx: np.ndarray, drop: Sequence[int] = ()) -> None:
+        """Bounds from history rows ``hist`` and context rows ``ctx`` (each ``(n, F)``);
+        the history columns ``drop`` are pinned to 0."""
         for name, rows in (("hist", hist), ("ctx", ctx)):
             for end, fn in (("lo", np.min), ("hi", np.max)):
                 buf = getattr(self, f"{name}_{end}")
-                buf.copy_(th.as_tensor(fn(rows, axis=0), dtype=buf.dtype))
+                bound = th.as_tensor(fn(rows, axis=0), dtype=buf.dtype)
+                if name == "hist":
+                    bound[list(drop)] = 0.0
+                buf.copy_(bound)
 
     def clip(self, obs: th.Tensor) -> th.Tensor:
         hist = th.maximum(th.minimum(obs[:, :-1], self.hist_hi), self.hist_lo)
@@ -58,12 +65,15 @@ class InputRange(nn.Module):
         super()._load_from_state_dict(state, prefix, *args)
 
 
-def fit_input_range(module: nn.Module, hist: np.ndarray, ctx: np.ndarray) -> int:
+def fit_input_range(
+    module: nn.Module, hist: np.ndarray, ctx: np.ndarray, drop: Sequence[int] = ()
+) -> int:
     """Set the bounds of every :class:`InputRange` inside ``module`` (an SB3 policy, a
-    network) from training rows; returns how many were set."""
+    network) from training rows, the history columns ``drop`` pinned to 0; returns how
+    many were set."""
     ranges = [m for m in module.modules() if isinstance(m, InputRange)]
     for m in ranges:
-        m.set_range(hist, ctx)
+        m.set_range(hist, ctx, drop)
     return len(ranges)
 
 

@@ -1,4 +1,5 @@
-"""Where the shipped LS6 default lies outside its training support, on LS6's own chains.
+"""Where the shipped LS6 default (or ``--model``) lies outside its training support, on
+LS6's own chains.
 
 For the study's splits (validation, and the test month: seed 2, 200 chains, 1- and 8-node,
 as ``mirage study`` draws them), every decision point of every chain is observed by a policy
@@ -9,7 +10,7 @@ at. Also counts the decision points where any feature (not only the chain's shap
 gates) lies beyond its training range.
 
     .venv/bin/python bench/mirage_support.py [--episodes 200] [--splits validation,test]
-        [--validation-data STUDY/data/validation.parquet]
+        [--validation-data STUDY/data/validation.parquet] [--model MODEL.zip]
 
 With ``--validation-data`` (labelled chains, e.g. a ``mirage study``'s validation set) it
 also prints the default's exact offline outcome on them with and without its support.
@@ -62,8 +63,8 @@ class Recorder:
         return Decision.WAIT
 
 
-def with_and_without(path: Path) -> None:
-    """The default's offline outcome on labelled chains, with and without its support."""
+def with_and_without(path: Path, model: Path) -> None:
+    """``model``'s offline outcome on labelled chains, with and without its support."""
     import tempfile
 
     from mirage.agents.common.hindsight import GapStats
@@ -72,13 +73,13 @@ def with_and_without(path: Path) -> None:
     from mirage.eval.offline import rule_gaps
 
     data = load(path)
-    meta = read_meta(default_model_path())
+    meta = read_meta(model)
     meta.pop("support", None)
     with tempfile.TemporaryDirectory() as d:
-        bare = write_meta(default_model_path(), meta, Path(d) / "bare.zip")
-        for label, spec in (("with support", default_model_path()), ("without", bare)):
+        bare = write_meta(model, meta, Path(d) / "bare.zip")
+        for label, spec in (("with support", model), ("without", bare)):
             st = GapStats.of(rule_gaps(data, spec)[0])
-            print(f"{path}: default {label}: mean |gap| {st.abs_gap:.4f} h over {st.chains}")
+            print(f"{path}: {model.name} {label}: mean |gap| {st.abs_gap:.4f} h over {st.chains}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,12 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--splits", default="validation,test")
     p.add_argument("--seed", type=int, default=2, help="the study's test seed")
     p.add_argument("--validation-data", type=Path, default=None)
+    p.add_argument("--model", type=Path, default=None, help="default: the shipped default")
     args = p.parse_args(argv)
+    model = args.model or Path(default_model_path())
     if args.validation_data:
-        with_and_without(args.validation_data)
-    support = load_model(default_model_path()).support
+        with_and_without(args.validation_data, model)
+    support = load_model(model).support
     if support is None:
-        raise SystemExit("the shipped default has no training support")
+        raise SystemExit(f"{model} has no training support")
     world = ChainWorld(read_trace(args.trace), total_units=72, progress=True)
     total = gated = 0
     for split in args.splits.split(","):

@@ -293,7 +293,11 @@ def test_real_jobs_are_found_by_their_cgroup(slurm_cluster):
     job_id = sbatch(slurm_cluster, "-N", "1", "--wrap", "sleep 60")
     try:
         wait_running(slurm_cluster, job_id)
-        deadline = time.monotonic() + 15  # RUNNING in slurmctld comes before slurmd's launch
+        tagger = Tagger(slurm=None)  # nothing to ask: only the cgroup can name the job
+        # RUNNING in slurmctld comes before slurmd's launch, and under a full test run the
+        # first listed processes were once seen untagged while the step was starting: poll
+        # until every live process of the job is tagged; a failure shows their cgroups
+        deadline = time.monotonic() + 15
         while True:
             out = subprocess.run(
                 ["scontrol", "listpids", job_id],
@@ -303,16 +307,25 @@ def test_real_jobs_are_found_by_their_cgroup(slurm_cluster):
                 timeout=30,
             )
             pids = [int(ln.split()[0]) for ln in out.stdout.splitlines()[1:] if ln.strip()]
-            if pids or time.monotonic() > deadline:
+            tags = {p: tagger.job_from_cgroup(p) for p in pids if Path(f"/proc/{p}").exists()}
+            if (tags and set(tags.values()) == {job_id}) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        assert pids, out.stdout + out.stderr
-        tagger = Tagger(slurm=None)  # nothing to ask: only the cgroup can name the job
-        assert {tagger.job_from_cgroup(pid) for pid in pids} == {job_id}
+        seen = {p: cgroup_text(p) for p in pids}
+        assert tags and set(tags.values()) == {job_id}, f"{out.stdout}{out.stderr}{seen}"
+        pids = list(tags)
         assert tagger.tag(pids[0], 0, 0).job_id == job_id
         assert tagger.job_from_cgroup(os.getpid()) is None  # we are outside any job
     finally:
         scancel(slurm_cluster, job_id)
+
+
+def cgroup_text(pid: int) -> str:
+    """``/proc/PID/cgroup``, or why it cannot be read (for a failure's message)."""
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError as exc:
+        return f"unreadable: {exc}"
 
 
 def test_caller_credentials_apply_to_every_change(themis):

@@ -13,7 +13,7 @@ gates) lies beyond its training range.
         [--validation-data STUDY/data/validation.parquet] [--model MODEL.zip]
 
 With ``--validation-data`` (labelled chains, e.g. a ``mirage study``'s validation set) it
-also prints the default's exact offline outcome on them with and without its support.
+also prints the model's exact offline outcome on them with and without its support.
 
 Ends with ``RESULT gated_outside=N decisions=M ...``; about 3 minutes.
 """

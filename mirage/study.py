@@ -32,9 +32,9 @@ import numpy as np
 
 from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
-from mirage.envs.options import add_world_args, build_world, unit_sizes
+from mirage.envs.options import add_world_args, build_world, queue_feature_list, unit_sizes
 from mirage.envs.world import ChainSpec, ChainWorld
-from mirage.observation import DECISION_INTERVAL, queue_columns
+from mirage.observation import DECISION_INTERVAL
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -422,6 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--drop-features",
+        type=queue_feature_list,
         default="",
         help="comma-separated queue features every model learns without (mirage train)",
     )
@@ -511,13 +512,8 @@ def gate_report(out: Path, val_path: Path, seeds: Sequence[int]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = _parser()
-    args = p.parse_args(argv)
-    drop = [n for n in args.drop_features.split(",") if n]
-    try:
-        queue_columns(drop)
-    except ValueError as exc:
-        p.error(f"--drop-features: {exc}")
+    args = _parser().parse_args(argv)
+    drop: list[str] = args.drop_features
     began = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,13 @@ from mirage.agents import LEARNED
 from mirage.agents.common.model_io import algo_module, save_model
 from mirage.dataset import DatasetError, HindsightData
 from mirage.envs import ChainEnv, ChainSpec, ChainWorld
-from mirage.envs.options import add_world_args, build_world, chain_spec, unit_sizes
+from mirage.envs.options import (
+    add_world_args,
+    build_world,
+    chain_spec,
+    queue_feature_list,
+    unit_sizes,
+)
 from mirage.observation import FEATURE_VERSION, queue_columns
 
 OFFLINE_BUFFER = 1_000
@@ -235,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--drop-features",
+        type=queue_feature_list,
         default="",
         help="hindsight: comma-separated queue features the model learns without",
     )
@@ -268,11 +275,6 @@ def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: P
 
     if not args.validation:
         p.error("--dataset needs --validation (the threshold is chosen on it)")
-    drop = [n for n in args.drop_features.split(",") if n]
-    try:
-        queue_columns(drop)
-    except ValueError as exc:
-        p.error(f"--drop-features: {exc}")
     try:
         data, val = load(args.dataset), load(args.validation)
     except DatasetError as exc:
@@ -299,7 +301,7 @@ def _main_hindsight(args: argparse.Namespace, p: argparse.ArgumentParser, out: P
         max_overlap=args.max_overlap_hours,
         online_env=env,
         online_steps=args.online_steps,
-        drop_features=drop,
+        drop_features=args.drop_features,
         progress=not args.no_progress,
     )
     save_model(model, out, args.agent, meta)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from mirage.envs.world import ChainSpec, ChainWorld
-from mirage.observation import SAMPLE_INTERVAL, WINDOW
+from mirage.observation import SAMPLE_INTERVAL, WINDOW, queue_columns
 
 
 def add_world_args(p: argparse.ArgumentParser, trace_required: bool = True) -> None:
@@ -62,6 +62,17 @@ def _range(text: str | None, flag: str) -> tuple[str, str] | None:
     if not sep or not a or not b:
         raise SystemExit(f"{flag}: expected FROM:TO dates, got {text!r}")
     return (a, b)
+
+
+def queue_feature_list(text: str) -> list[str]:
+    """argparse type of ``--drop-features``: a comma list of queue feature names, each
+    checked (an unknown one is refused with the known ones)."""
+    names = [n for n in text.split(",") if n]
+    try:
+        queue_columns(names)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return names
 
 
 def unit_sizes(text: str | None) -> list[int | None]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -100,12 +101,17 @@ def user_python() -> str:
 
 
 class Redis:
-    """A private redis-server on loopback (scripts/redis-server.sh)."""
+    """A private redis-server on loopback (scripts/redis-server.sh) that wants a password,
+    as a site's would: ``secret`` is the daemons' ``cluster.password_file``."""
 
     def __init__(self, base: Path) -> None:
         self.dir = base / "redis"
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.secret = base / "redis.secret"
+        fd = os.open(self.secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
         self._run("start")
 
     def _run(self, cmd: str) -> None:
@@ -117,6 +123,8 @@ class Redis:
                 str(self.dir),
                 "--port",
                 str(self.port),
+                "--password-file",
+                str(self.secret),
             ],
             capture_output=True,
             text=True,
@@ -135,6 +143,7 @@ class Node:
         self, name: str, base: Path, args: argparse.Namespace, cluster: str | None, window: float
     ) -> None:
         self.name = name
+        self.base = base
         self.mnt = base / f"mnt-{name}"
         self.mnt.mkdir(exist_ok=True)
         self.config = base / f"themis-{name}.toml"
@@ -187,6 +196,7 @@ class Node:
             "[tagging]\ntrust_environment = true\n"  # made-up jobs: no Slurm to confirm them
             f"[cluster]\nwindow_seconds = {self.window}\n"
             f"timeout_seconds = {min(0.25, self.window)}\n"
+            f'password_file = "{self.base / "redis.secret"}"\n'
         )
         tmp = self.config.with_suffix(".tmp")
         tmp.write_text(text)

@@ -6,9 +6,13 @@ and systemd/themis.toml for a commented example.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from hpcbase.config import ConfigError, build_sections, load_toml
 from themis.sched.policy import POLICIES
@@ -80,6 +84,8 @@ class ClusterConfig:
     capacity_bytes_per_second: float = 0.0  # the shared store's bandwidth; 0 = measured
     headroom: float = 1.1  # caps add up to this much of the measured aggregate (probing)
     key_prefix: str = "themis"
+    username: str = ""  # Redis ACL user ("" = the default user)
+    password_file: str = ""  # Redis password, first line; owner-only file ("" = none)
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,17 @@ def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) ->
 def _validate_cluster(c: ClusterConfig, bad: Any) -> None:
     if c.url and not c.url.startswith(("redis://", "rediss://", "unix://")):
         raise bad("cluster.url", f"expected redis://HOST:PORT/N, got {c.url!r}")
+    if "@" in urlsplit(c.url).netloc:
+        raise bad(
+            "cluster.url",
+            "holds credentials, which every user can read in the command line or the config "
+            "file: put the password in cluster.password_file (and the user in cluster.username)",
+        )
+    if c.password_file:
+        try:
+            read_password_file(c.password_file)
+        except ValueError as exc:
+            raise bad("cluster.password_file", str(exc)) from None
     if not 0.05 <= c.window_seconds <= 60:
         raise bad("cluster.window_seconds", f"must be 0.05..60, got {c.window_seconds}")
     if not 1 <= c.ttl_windows <= 100:
@@ -210,6 +227,37 @@ def _validate_cluster(c: ClusterConfig, bad: Any) -> None:
         raise bad("cluster.headroom", f"must be 1..4, got {c.headroom}")
     if not c.key_prefix or any(ch.isspace() for ch in c.key_prefix + c.node):
         raise bad("cluster.key_prefix", "must be non-empty, and it and cluster.node without spaces")
+
+
+def read_password_file(path: str) -> str:
+    """The Redis password in ``path`` (its first line). Users must not be able to read it,
+    or they could write forged usage reports: the file must be a regular file, not a link,
+    owned by this process's user or root, with no access for group or others. Raises
+    ValueError saying which rule it breaks."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise ValueError(f"{path}: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: not a regular file")
+        if st.st_uid not in (0, os.geteuid()):
+            raise ValueError(f"{path}: owned by uid {st.st_uid}, not by root or this daemon")
+        if st.st_mode & 0o077:
+            raise ValueError(
+                f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets others at it (chmod 600)"
+            )
+        text = os.read(fd, 4097)
+    finally:
+        os.close(fd)
+    if len(text) > 4096:
+        raise ValueError(f"{path}: longer than 4096 bytes")
+    lines = text.decode("utf-8", "replace").splitlines()
+    if not lines or not lines[0].strip():
+        raise ValueError(f"{path}: empty (the password is its first line)")
+    return lines[0].strip()
 
 
 def parse(data: dict[str, Any], source: str) -> ThemisConfig:

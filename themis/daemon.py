@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ready = None if args.foreground else _detach()
     try:
         Daemon(cfg, args.backing, args.mountpoint, args.config, overrides(args)).run(ready)
-    except (OSError, RuntimeError) as exc:
+    except (OSError, RuntimeError, ConfigError) as exc:
         log.error("cannot serve %s on %s: %s", args.backing, args.mountpoint, exc)
         if ready is not None:
             os.write(ready, f"themis mount: error: {exc}\n".encode())

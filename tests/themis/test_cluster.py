@@ -19,8 +19,8 @@ from tests.themis.fusehelp import free_port, fuse_available, start_themis
 from themis.cluster.control import Controller
 from themis.cluster.link import ClusterLink
 from themis.cluster.records import RecordError, Report, decode, encode
-from themis.cluster.store import StoreError
-from themis.config import ClusterConfig, ConfigError, parse
+from themis.cluster.store import RedisStore, StoreError
+from themis.config import ClusterConfig, ConfigError, ThemisConfig, parse, read_password_file
 from themis.sched import JobTag, Policy, Scheduler
 from themis.sched.allocation import NodeUsage
 from themis.sched.ratecap import RateCapDispatcher
@@ -46,6 +46,12 @@ def test_report_round_trip_and_errors() -> None:
         decode(b"{not json")
     with pytest.raises(RecordError):
         decode(b'{"v":1,"n":"A","t":1,"s":0.5,"j":[["1","u","g",0,1,1,0,1,0]]}')  # nodes 0
+    # values no daemon writes (a damaged or forged record) are refused, not allocated on
+    for bad in ("1,-5,1,0,1,0", "1,5,1,0,1,NaN", "1,5,1,0,1,-1"):  # nodes, bytes, ..., cap
+        with pytest.raises(RecordError, match="job 1"):
+            decode(f'{{"v":1,"n":"A","t":1,"s":0.5,"j":[["1","u","g",{bad}]]}}')
+    with pytest.raises(RecordError, match="time"):
+        decode(b'{"v":1,"n":"A","t":Infinity,"s":0.5,"j":[]}')
 
 
 def test_controller_caps_each_node_at_its_share_of_the_global_allocation() -> None:
@@ -141,6 +147,41 @@ def test_cluster_config_errors_name_the_field() -> None:
         parse({"cluster": {"url": "http://h"}}, "t.toml")
     with pytest.raises(ConfigError, match="cluster.timeout_seconds"):
         parse({"cluster": {"window_seconds": 0.2, "timeout_seconds": 0.5}}, "t.toml")
+    with pytest.raises(ConfigError, match=r"cluster.url: holds credentials.*password_file"):
+        parse({"cluster": {"url": "redis://:secret@h:1/0"}}, "t.toml")
+
+
+def test_password_file_must_be_private(tmp_path: Path) -> None:
+    """Whoever can read the Redis password can publish forged usage for any job, so the file
+    must be the daemon's (or root's) alone; each rule it breaks is named."""
+    secret = tmp_path / "redis.secret"
+    secret.write_text("s3cret\nignored\n")
+
+    def check(path: Path) -> ThemisConfig:
+        return parse({"cluster": {"url": "redis://h:1/0", "password_file": str(path)}}, "t.toml")
+
+    secret.chmod(0o644)
+    with pytest.raises(ConfigError, match=r"t.toml: cluster.password_file: .*mode 0644.*chmod 600"):
+        check(secret)
+    secret.chmod(0o600)
+    assert check(secret).cluster.password_file == str(secret)
+    assert read_password_file(str(secret)) == "s3cret"
+    link = tmp_path / "link"
+    link.symlink_to(secret)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        check(link)
+    with pytest.raises(ConfigError, match="No such file"):
+        check(tmp_path / "missing")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        check(tmp_path)
+    (tmp_path / "empty").write_text("\n")
+    (tmp_path / "empty").chmod(0o600)
+    with pytest.raises(ConfigError, match="empty"):
+        check(tmp_path / "empty")
+    if os.geteuid() == 0:  # a file another user owns (and could rewrite) is refused
+        os.chown(secret, 1001, 1001)
+        with pytest.raises(ConfigError, match="owned by uid 1001"):
+            check(secret)
 
 
 # -- a real run -------------------------------------------------------------------------------
@@ -161,11 +202,18 @@ print(",".join(f"{t:.3f}" for t in out))
 
 
 class RedisProc:
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, password: str = "") -> None:
         self.where = where
         self.port = free_port()
+        self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
+
+    def cli(self, *args: str) -> str:
+        """``redis-cli`` with the server's password (from the environment, not argv)."""
+        env = dict(os.environ, REDISCLI_AUTH=self.password) if self.password else None
+        cmd = ["redis-cli", "-p", str(self.port), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env).stdout.strip()
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -181,17 +229,13 @@ class RedisProc:
                 "no",
                 "--dir",
                 str(self.where),
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
-        while (
-            subprocess.run(
-                ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            != "PONG"
-        ):
+        while self.cli("ping") != "PONG":
             assert time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)
 
@@ -202,14 +246,89 @@ class RedisProc:
             self.proc = None
 
 
-@pytest.fixture
-def redis_proc(tmp_path: Path) -> Iterator[RedisProc]:
+def needs_redis() -> None:
     if shutil.which("redis-server") is None:
         pytest.skip("needs redis-server (apt-get install redis-server)")
     pytest.importorskip("redis")
+
+
+@pytest.fixture
+def redis_proc(tmp_path: Path) -> Iterator[RedisProc]:
+    needs_redis()
     r = RedisProc(tmp_path)
     yield r
     r.kill()
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[tuple[RedisProc, Path]]:
+    """A real Redis that wants a password, and the daemon's owner-only password file."""
+    needs_redis()
+    secret = tmp_path / "redis.secret"
+    secret.write_text("not-for-users-7f3a\n")
+    secret.chmod(0o600)
+    r = RedisProc(tmp_path, password="not-for-users-7f3a")
+    yield r, secret
+    r.kill()
+
+
+@pytest.mark.redis
+def test_a_password_protected_redis_takes_reports_only_from_the_daemons(
+    private_redis: tuple[RedisProc, Path],
+) -> None:
+    """With ``cluster.password_file`` the daemons authenticate; anyone without the password
+    (a user on a compute node) can neither read the reports nor forge one."""
+    redis_proc, secret = private_redis
+    url = f"redis://127.0.0.1:{redis_proc.port}/0"
+    report = encode(Report("A", time.time(), 0.5, (usage(T1, "A", 10),), {}))
+    store = RedisStore(url, "themis", 1.5, 0.25, password=read_password_file(str(secret)))
+    assert store.exchange("A", report) == [report]
+    store.close()
+    for password in (None, "guess"):
+        outsider = RedisStore(url, "themis", 1.5, 0.25, password=password)
+        with pytest.raises(StoreError, match="Authentication.*cluster.password_file"):
+            outsider.exchange("evil", report.replace(b'"A"', b'"evil"'))
+        outsider.close()
+    forged = subprocess.run(  # a plain client, as any user could run one
+        ["redis-cli", "-p", str(redis_proc.port), "set", "themis:node:evil", "{}"],
+        capture_output=True,
+        text=True,
+    )
+    assert "NOAUTH" in forged.stdout + forged.stderr
+    assert redis_proc.cli("keys", "themis:node:*") == "themis:node:A"
+
+
+@pytest.mark.fuse
+@pytest.mark.redis
+def test_daemon_joins_a_private_redis_with_its_password_file(
+    private_redis: tuple[RedisProc, Path], tmp_path: Path
+) -> None:
+    """A real daemon reads ``cluster.password_file`` and joins; with the file missing from
+    its config it cannot, says why, and serves I/O local-only."""
+    why = fuse_available()
+    if why:
+        pytest.skip(f"real FUSE mount {why}")
+    redis_proc, secret = private_redis
+    url = f"redis://127.0.0.1:{redis_proc.port}/0"
+    for name, extra in (("with", f'password_file = "{secret}"\n'), ("without", "")):
+        root = tmp_path / name
+        root.mkdir()
+        config = root / "themis.toml"
+        config.write_text(f'[cluster]\nurl = "{url}"\nnode = "{name}"\n{extra}')
+        mount = start_themis(root, config=config)
+        try:
+            (mount.mnt / "f").write_bytes(b"x" * 4096)  # I/O is served either way
+            deadline = time.monotonic() + 10
+            while "cluster:" not in mount.logs() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            logs = mount.logs()
+        finally:
+            mount.stop()
+        if name == "with":
+            assert "joined through" in logs, logs
+            assert redis_proc.cli("exists", "themis:node:with") in ("0", "1")  # it published
+        else:
+            assert "local-only" in logs and "cluster.password_file" in logs, logs
 
 
 @pytest.mark.fuse
@@ -320,3 +439,29 @@ def test_redis_killed_and_restarted_io_goes_on_and_shares_return(redis_proc: Red
         assert "is slow or gone" in log and log.count("cluster: joined through") == 2
     assert not math.isnan(before["1"])
     print(f"shares before {before}, Redis gone {gone}, from 3 windows after its return {after}")
+
+
+@pytest.mark.redis
+def test_redis_script_starts_a_password_protected_server(tmp_path: Path) -> None:
+    """``scripts/redis-server.sh --password-file`` (used by bench/themis_cluster.py): the
+    server wants the password, which stays off every command line, and stop still works."""
+    needs_redis()
+    secret = tmp_path / "redis.secret"
+    secret.write_text('with \\ and " inside\n')
+    secret.chmod(0o600)
+    port = str(free_port())
+    script = [str(Path(__file__).resolve().parents[2] / "scripts/redis-server.sh")]
+    opts = ["--dir", str(tmp_path / "r"), "--port", port, "--password-file", str(secret)]
+
+    def run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cmd], capture_output=True, text=True, env=env, timeout=30)
+
+    assert run(*script, "start", *opts).returncode == 0
+    try:
+        assert "NOAUTH" in run("redis-cli", "-p", port, "set", "themis:node:x", "{}").stdout
+        auth = dict(os.environ, REDISCLI_AUTH='with \\ and " inside')
+        assert run("redis-cli", "-p", port, "set", "k", "v", env=auth).stdout == "OK\n"
+        assert (tmp_path / "r" / "redis.conf").stat().st_mode & 0o077 == 0
+    finally:
+        assert run(*script, "stop", *opts).returncode == 0
+    assert run(*script, "status", "--port", port).returncode == 3

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from themis.cluster.control import Controller, Decision
 from themis.cluster.records import RecordError, Report, decode, encode
 from themis.cluster.store import RedisStore, StoreError
-from themis.config import ClusterConfig
+from themis.config import ClusterConfig, ConfigError, read_password_file
 from themis.sched.allocation import NodeUsage
 from themis.sched.dispatch import Dispatcher
 from themis.sched.ratecap import RateCapDispatcher
@@ -109,7 +109,15 @@ class ClusterLink:
         self.cfg = cfg
         self.node = cfg.node or socket.gethostname().split(".")[0]
         ttl = cfg.window_seconds * cfg.ttl_windows
-        self.store = store or RedisStore(cfg.url, cfg.key_prefix, ttl, cfg.timeout_seconds)
+        if store is None:
+            try:  # checked with the config; read again here in case it changed since
+                password = read_password_file(cfg.password_file) if cfg.password_file else None
+            except ValueError as exc:
+                raise ConfigError(f"cluster.password_file: {exc}") from None
+            store = RedisStore(
+                cfg.url, cfg.key_prefix, ttl, cfg.timeout_seconds, cfg.username, password
+            )
+        self.store = store
         self.controller = Controller(
             self.node, capacity=cfg.capacity_bytes_per_second, headroom=cfg.headroom
         )

@@ -64,15 +64,22 @@ def decode(raw: bytes | str) -> Report:
         node, seconds = str(doc["n"]), float(doc["s"])
         if not (seconds > 0 and math.isfinite(seconds)):
             raise RecordError(f"report of {node}: window {seconds!r} s")
+        when = float(doc["t"])
+        if not math.isfinite(when):
+            raise RecordError(f"report of {node}: time {when!r}")
         usage, caps = [], {}
         for job, user, group, nodes, nbytes, ops, queued, backlogged, cap in doc["j"]:
             tag = JobTag(str(job), str(user), str(group), int(nodes))
-            usage.append(
-                NodeUsage(tag, node, int(nbytes), int(ops), int(queued), seconds, bool(backlogged))
-            )
+            counts = (int(nbytes), int(ops), int(queued))
+            if tag.nodes < 1 or min(counts) < 0 or not (math.isfinite(cap) and cap >= 0):
+                raise RecordError(
+                    f"report of {node}: job {tag.job_id}: nodes {tag.nodes}, bytes, operations "
+                    f"and queued bytes {counts}, cap {cap!r} (nodes >= 1, the rest >= 0)"
+                )
+            usage.append(NodeUsage(tag, node, *counts, seconds, bool(backlogged)))
             if cap:
                 caps[tag.job_id] = float(cap)
-        return Report(node, float(doc["t"]), seconds, tuple(usage), caps)
+        return Report(node, when, seconds, tuple(usage), caps)
     except RecordError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

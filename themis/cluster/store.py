@@ -20,7 +20,15 @@ class StoreError(RuntimeError):
 class RedisStore:
     """One node's connection to the cluster's Redis database (``redis://HOST:PORT/N``)."""
 
-    def __init__(self, url: str, prefix: str, ttl: float, timeout: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        ttl: float,
+        timeout: float,
+        username: str = "",
+        password: str | None = None,
+    ) -> None:
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -28,6 +36,10 @@ class RedisStore:
         except ImportError as exc:  # the optional "cluster" extra
             raise StoreError(f"cluster mode needs redis-py (pip install redis): {exc}") from None
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._auth_errors: tuple[type[BaseException], ...] = (
+            redis.AuthenticationError,
+            redis.exceptions.NoPermissionError,
+        )
         self.url = url
         self.prefix = prefix
         self.ttl = ttl
@@ -35,6 +47,8 @@ class RedisStore:
             url,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
+            username=username or None,
+            password=password,
             retry=Retry(NoBackoff(), 0),
             health_check_interval=0,
         )
@@ -57,6 +71,10 @@ class RedisStore:
             if not nodes:
                 return []
             values = self.client.mget([self._key(n.decode()) for n in nodes])
+        except self._auth_errors as exc:
+            raise StoreError(
+                f"{type(exc).__name__}: {exc} (check cluster.username and cluster.password_file)"
+            ) from None
         except self._errors as exc:
             raise StoreError(f"{type(exc).__name__}: {exc}") from None
         return [v for v in values if v is not None]

@@ -22,6 +22,9 @@ from mirage.observation import ChainState
 
 log = logging.getLogger(__name__)
 _MAX_BODY = 64 * 1024
+IO_TIMEOUT = 10.0
+"""Seconds a client may take to send its request or read the answer; a connection that
+stays silent longer is closed, so idle or slow clients cannot hold the daemon's threads."""
 
 
 def chain_state_from(data: Any) -> ChainState:
@@ -55,6 +58,8 @@ class AgentdServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = IO_TIMEOUT  # socket timeout of each connection (StreamRequestHandler)
+
             def log_message(self, fmt: str, *args: Any) -> None:
                 log.debug("http: " + fmt, *args)
 
@@ -83,8 +88,8 @@ class AgentdServer:
                     return
                 try:
                     length = int(self.headers.get("Content-Length", "0"))
-                    if length > _MAX_BODY:
-                        raise ValueError("request too large")
+                    if not 0 <= length <= _MAX_BODY:  # -1 would read until the client stops
+                        raise ValueError(f"Content-Length must be 0..{_MAX_BODY}, got {length}")
                     req = json.loads(self.rfile.read(length) or b"{}")
                     if not isinstance(req, dict):
                         raise ValueError("the request must be a JSON object")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -14,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from hpcbase.snapshot import QueueSnapshot
 from mirage import config
 from mirage.agentd import Agentd
+from mirage.live import http
 from mirage.live.decisions import PolicyError
 from mirage.live.remote import AgentdUnavailable, RemoteDecider
 from mirage.observation import ChainState
@@ -129,3 +132,41 @@ def test_a_model_outside_its_training_support_waits_and_is_counted(tmp_path):
     finally:
         d.server.stop()
     assert re.search(r'mirage_decisions_outside_support_total\{policy="[^"]+"\} 1\.0', text)
+
+
+def raw_request(port: int, data: bytes, wait: float) -> tuple[bytes, float]:
+    """Send ``data`` on a plain socket; what came back and after how many seconds (b"" when
+    the server closed the connection without an answer)."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(wait)
+        t0 = time.monotonic()
+        s.sendall(data)
+        try:
+            return s.recv(200), time.monotonic() - t0
+        except TimeoutError:
+            return b"(no answer)", time.monotonic() - t0
+
+
+def test_hostile_clients_cannot_hold_the_daemons_threads(tmp_path, monkeypatch):
+    """Users reach agentd: a negative Content-Length (which would read until the client
+    stops, into memory) is a 400 at once, and a silent connection is closed after
+    ``IO_TIMEOUT``, so idle clients cannot pile up threads."""
+    monkeypatch.setattr(http, "IO_TIMEOUT", 1.0)
+    path = tmp_path / "mirage.toml"
+    path.write_text(CONF.format(d=tmp_path, di=5.0))
+    d = Agentd(config.load(path), CollectorRegistry())
+    d.server.start()
+    try:
+        port = d.server.port
+        head = b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"
+        answer, _ = raw_request(port, head + b"x" * 100_000, wait=5)
+        assert answer.startswith(b"HTTP/1.0 400"), answer
+        answer, took = raw_request(port, b"", wait=10)  # connects, then says nothing
+        assert answer == b"" and took < 5, (answer, took)
+        answer, took = raw_request(port, b"POST /v1/decide HTTP/1.1\r\n", wait=10)  # stalls
+        assert answer in (b"", b"HTTP/1.0 408") or answer.startswith(b"HTTP/1.0 4"), answer
+        assert took < 5
+        code, body = post(port, b'{"policy": "average", "chain": {"now": 1}}')  # still serves
+        assert code == 400 and "missing" in body["error"]
+    finally:
+        d.server.stop()

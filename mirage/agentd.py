@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -46,6 +48,23 @@ from mirage.metrics import Metrics
 
 log = logging.getLogger("mirage.agentd")
 DEFAULT_CONFIG = "/etc/mirage/mirage.toml"
+
+
+def unsafe_state(path: Path) -> str | None:
+    """Why the daemon must not drive chains from ``path``, or None. Their jobs are submitted
+    as the daemon's user, so whoever can write the state could run anything as that user:
+    ``path`` must be the daemon's own, not a link, and not writable by group or others."""
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path}: a symbolic link"
+    if st.st_uid != os.geteuid():
+        return f"{path}: owned by uid {st.st_uid}, not by this daemon's user ({os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"{path}: mode {stat.S_IMODE(st.st_mode):04o}: group or others may write it"
+    return None
 
 
 class Agentd:
@@ -172,6 +191,13 @@ class Agentd:
                     log.warning("chains.state_dirs: %s has no chains.db yet", d)
                     self._missing_dirs.add(d)
                 return None
+            why = unsafe_state(Path(d)) or unsafe_state(Path(d) / "chains.db")
+            if why:  # checked each pass until it is fixed; logged once
+                if d not in self._missing_dirs:
+                    log.error("chains.state_dirs: not driving the chains in %s: %s", d, why)
+                    self._missing_dirs.add(d)
+                return None
+            self._missing_dirs.discard(d)
             self._stores[d] = ChainStore(Path(d))
         return self._stores[d]
 

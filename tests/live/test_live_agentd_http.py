@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import time
@@ -15,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from hpcbase.snapshot import QueueSnapshot
 from mirage import config
-from mirage.agentd import Agentd
+from mirage.agentd import Agentd, unsafe_state
+from mirage.chain.store import ChainStore
 from mirage.live import http
 from mirage.live.decisions import PolicyError
 from mirage.live.remote import AgentdUnavailable, RemoteDecider
@@ -170,3 +172,32 @@ def test_hostile_clients_cannot_hold_the_daemons_threads(tmp_path, monkeypatch):
         assert code == 400 and "missing" in body["error"]
     finally:
         d.server.stop()
+
+
+def test_chains_are_driven_only_from_state_the_daemon_alone_may_write(tmp_path, caplog):
+    """The daemon submits a driven chain's jobs as its own user: a state directory or
+    chains.db that others may write (or that is a link, or another user's) is refused, with
+    the reason logged, until it is fixed."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    ChainStore(state).close()
+    path = tmp_path / "mirage.toml"
+    path.write_text(CONF.format(d=tmp_path, di=5.0) + f'[chains]\nstate_dirs = ["{state}"]\n')
+    d = Agentd(config.load(path), CollectorRegistry())
+    assert unsafe_state(state) is None and d._store(str(state)) is not None
+    d._release_dir(str(state))
+    state.chmod(0o777)
+    assert d._store(str(state)) is None
+    assert "mode 0777: group or others may write it" in caplog.text
+    state.chmod(0o755)
+    (state / "chains.db").chmod(0o664)
+    assert "group or others" in (unsafe_state(state / "chains.db") or "")
+    assert d._store(str(state)) is None
+    (state / "chains.db").chmod(0o644)
+    assert d._store(str(state)) is not None  # fixed: driven again
+    link = tmp_path / "link"
+    link.symlink_to(state)
+    assert "symbolic link" in (unsafe_state(link) or "")
+    if os.geteuid() == 0:
+        os.chown(state, 1001, 1001)
+        assert "owned by uid 1001" in (unsafe_state(state) or "")

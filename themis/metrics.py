@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from hpcbase.httpserve import serve_metrics
 from themis.sched.scheduler import SchedStats
 from themis.sched.tags import JobTag
 
@@ -181,15 +182,9 @@ class ThemisMetrics:
         return gone
 
     def serve(self, port: int, address: str = "127.0.0.1") -> Callable[[], None]:
-        """Serve /metrics over HTTP in a background thread; returns a function that stops it."""
-        server, thread = start_http_server(port, addr=address, registry=self.registry)
-
-        def stop() -> None:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
-
-        return stop
+        """Serve /metrics over HTTP in a background thread, bounded against idle or slow
+        clients (hpcbase.httpserve); returns a function that stops it."""
+        return serve_metrics(self.registry, port, address)[1]
 
 
 def _remove(metric: Counter | Gauge, labels: tuple[str, ...]) -> None:

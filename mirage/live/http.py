@@ -11,20 +11,18 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from hpcbase.httpserve import IO_TIMEOUT, BoundedHTTPServer
 from mirage.live.decisions import DecisionService, PolicyError
 from mirage.metrics import Metrics
 from mirage.observation import ChainState
 
 log = logging.getLogger(__name__)
 _MAX_BODY = 64 * 1024
-IO_TIMEOUT = 10.0
-"""Seconds a client may take to send its request or read the answer; a connection that
-stays silent longer is closed, so idle or slow clients cannot hold the daemon's threads."""
 
 
 def chain_state_from(data: Any) -> ChainState:
@@ -110,8 +108,7 @@ class AgentdServer:
         self.metrics = metrics
         self.service = service
         self.health = health
-        self.httpd = ThreadingHTTPServer((listen, port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = BoundedHTTPServer((listen, port), Handler)  # idle clients cannot pile up
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, name="agentd-http", daemon=True

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcbase.httpserve import MAX_CLIENTS
 from tests.themis.fusehelp import run_as, start_themis
 from themis.tagging import Tagger
 
@@ -355,3 +356,40 @@ def test_caller_credentials_apply_to_every_change(themis):
     assert out.stdout.strip() == "ok", out.stderr  # needs the supplementary group in the daemon
     st = os.stat(d / "m")
     assert (st.st_uid, st.st_gid) == (USER, USER)
+
+
+def daemon_threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads: line")
+
+
+def test_idle_metrics_connections_cannot_pile_up_threads_in_the_daemon(themis):
+    """Any user of the node reaches the metrics port on loopback. With prometheus_client's
+    server each idle connection kept a daemon thread for good (200 connections: 200 threads);
+    now at most MAX_CLIENTS are served at once, the rest are closed, and I/O goes on."""
+    code = (
+        "import socket, sys, time\n"
+        "s = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(300)]\n"
+        "print('open', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    before = daemon_threads(themis.proc.pid)
+    hog = subprocess.Popen(
+        ["/usr/bin/python3", "-c", code, str(themis.port)],
+        user=USER,
+        group=USER,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "open"
+        time.sleep(1.0)
+        grown = daemon_threads(themis.proc.pid) - before
+        assert grown <= MAX_CLIENTS + 2, f"{grown} more threads for 300 idle connections"
+        (themis.mnt / "still-served").write_bytes(b"y" * 65536)
+        assert (themis.mnt / "still-served").read_bytes() == b"y" * 65536
+    finally:
+        hog.kill()
+        hog.wait()

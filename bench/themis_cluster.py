@@ -100,6 +100,11 @@ def user_python() -> str:
     return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
+def secret_file(base: Path) -> Path:
+    """The private Redis' password file, which every daemon's config names."""
+    return base / "redis.secret"
+
+
 class Redis:
     """A private redis-server on loopback (scripts/redis-server.sh) that wants a password,
     as a site's would: ``secret`` is the daemons' ``cluster.password_file``."""
@@ -108,7 +113,7 @@ class Redis:
         self.dir = base / "redis"
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.secret = base / "redis.secret"
+        self.secret = secret_file(base)
         fd = os.open(self.secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_hex(16) + "\n")
@@ -196,7 +201,7 @@ class Node:
             "[tagging]\ntrust_environment = true\n"  # made-up jobs: no Slurm to confirm them
             f"[cluster]\nwindow_seconds = {self.window}\n"
             f"timeout_seconds = {min(0.25, self.window)}\n"
-            f'password_file = "{self.base / "redis.secret"}"\n'
+            f'password_file = "{secret_file(self.base)}"\n'
         )
         tmp = self.config.with_suffix(".tmp")
         tmp.write_text(text)

@@ -37,6 +37,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         max_clients: int = MAX_CLIENTS,
     ) -> None:
         self._slots = threading.BoundedSemaphore(max_clients)
+        if ":" in address[0]:  # an IPv6 address such as "::1"
+            self.address_family = socket.AF_INET6
         super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -100,10 +102,5 @@ def serve_metrics(
     registry: CollectorRegistry, port: int, address: str = "127.0.0.1"
 ) -> tuple[BoundedHTTPServer, Callable[[], None]]:
     """Serve ``registry`` on ``address:port`` (0: any free port); the server and its stop."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-
-    class Server(BoundedHTTPServer):
-        address_family = family
-
-    server = Server((address, port), metrics_handler(registry))
+    server = BoundedHTTPServer((address, port), metrics_handler(registry))
     return server, serve_in_thread(server, "metrics-http")

@@ -76,7 +76,7 @@ class Agentd:
         self.reload_requested = threading.Event()
         self._locks: dict[tuple[str, str], ExitStack] = {}
         self._stores: dict[str, ChainStore] = {}
-        self._missing_dirs: set[str] = set()
+        self._dir_notes: dict[str, str] = {}  # state dir -> why it is not driven (logged)
         self.last_sample_ok = False
         self.last_error = ""
         self.cfg = cfg
@@ -184,20 +184,22 @@ class Agentd:
         if store:
             store.close()
 
+    def _note_dir(self, d: str, level: int, why: str) -> None:
+        """Log why a state directory is not driven, once until the reason changes."""
+        if self._dir_notes.get(d) != why:
+            log.log(level, "chains.state_dirs: %s %s", d, why)
+            self._dir_notes[d] = why
+
     def _store(self, d: str) -> ChainStore | None:
         if d not in self._stores:
             if not (Path(d) / "chains.db").exists():
-                if d not in self._missing_dirs:
-                    log.warning("chains.state_dirs: %s has no chains.db yet", d)
-                    self._missing_dirs.add(d)
+                self._note_dir(d, logging.WARNING, "has no chains.db yet")
                 return None
             why = unsafe_state(Path(d)) or unsafe_state(Path(d) / "chains.db")
-            if why:  # checked each pass until it is fixed; logged once
-                if d not in self._missing_dirs:
-                    log.error("chains.state_dirs: not driving the chains in %s: %s", d, why)
-                    self._missing_dirs.add(d)
+            if why:  # checked each pass until it is fixed
+                self._note_dir(d, logging.ERROR, f"not driving its chains: {why}")
                 return None
-            self._missing_dirs.discard(d)
+            self._dir_notes.pop(d, None)
             self._stores[d] = ChainStore(Path(d))
         return self._stores[d]
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from hpcbase.httpserve import IO_TIMEOUT, BoundedHTTPServer
+from hpcbase.httpserve import IO_TIMEOUT, BoundedHTTPServer, serve_in_thread
 from mirage.live.decisions import DecisionService, PolicyError
 from mirage.metrics import Metrics
 from mirage.observation import ChainState
@@ -110,13 +109,10 @@ class AgentdServer:
         self.health = health
         self.httpd = BoundedHTTPServer((listen, port), Handler)  # idle clients cannot pile up
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="agentd-http", daemon=True
-        )
+        self._stop: Callable[[], None] = self.httpd.server_close  # until start()
 
     def start(self) -> None:
-        self._thread.start()
+        self._stop = serve_in_thread(self.httpd, "agentd-http")
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._stop()

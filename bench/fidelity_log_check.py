@@ -15,41 +15,14 @@ Slurm logged.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import gzip
 import json
-import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sim.engine import will_run_start  # noqa: E402
+from hpcbase.slurm.ctldlog import backfill_plans
+from sim.engine import will_run_start
 
 CPUS = 16  # bench/sim_fidelity.py's node
-_PASS = re.compile(r"\[(\S+?)\.\d+\] sched/backfill: _attempt_backfill: beginning")
-_PLAN = re.compile(r"_dump_job_sched: JobId=(\d+) to start at (\S+),")
-
-
-def _unix(stamp: str) -> float:
-    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").timestamp()  # the log's local time
-
-
-def first_plans(log: Path) -> list[tuple[float, int, float]]:
-    """(pass time, job id, planned start) of the first planned job of every pass."""
-    out: list[tuple[float, int, float]] = []
-    now = None
-    with gzip.open(log, "rt") if log.suffix == ".gz" else open(log) as f:
-        for line in f:
-            m = _PASS.search(line)
-            if m:
-                now = _unix(m.group(1))
-                continue
-            m = _PLAN.search(line)
-            if m and now is not None:
-                out.append((now, int(m.group(1)), _unix(m.group(2))))
-                now = None  # only the first plan of a pass
-    return out
 
 
 def main() -> int:
@@ -61,7 +34,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = json.loads(args.rows.read_text())["real"]
     by_id = {r["job_id"]: r for r in rows}
-    plans = first_plans(args.log)
+    plans = backfill_plans(args.log)
     if not plans:
         print(f"{args.log}: no backfill plans found (was DebugFlags=Backfill on?)", file=sys.stderr)
         return 2

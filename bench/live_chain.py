@@ -26,14 +26,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.fixtures
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, without an install
 
 from hpcbase.slurm import CliClient, RetryPolicy, SlurmError  # noqa: E402
+from hpcbase.slurm.localcluster import LocalCluster, missing_programs  # noqa: E402
 from mirage.chain.driver import ChainDriver  # noqa: E402
 from mirage.chain.store import ACTIVE, ChainStore  # noqa: E402
 from mirage.live.decisions import DecisionService, resolve_policy  # noqa: E402
 from mirage.live.history import QueueHistory  # noqa: E402
-from tests.fixtures.localcluster import LocalCluster, missing_programs  # noqa: E402
 
 SEGMENT = "#!/bin/bash\nsleep 55\n"
 

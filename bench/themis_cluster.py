@@ -33,7 +33,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from hpcbase.asuser import user_python  # noqa: E402
+from hpcbase.netutil import free_port  # noqa: E402
+from themis.launch import FuseDaemon, themis_command, without_slurm  # noqa: E402
 from themis.sched import JobTag, Policy  # noqa: E402
 
 MiB = 1 << 20
@@ -83,21 +85,6 @@ class Job:
 
     def tag(self) -> JobTag:
         return JobTag(self.job_id, str(self.uid), str(GROUP), len(self.nodes))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def is_mounted(path: Path) -> bool:
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == str(path) for line in f)
-
-
-def user_python() -> str:
-    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
 def secret_file(base: Path) -> Path:
@@ -156,43 +143,32 @@ class Node:
         self.args = args
         self.window = window
         self.write_config("fifo")
-        cmd = [
-            sys.executable,
-            "-m",
-            "themis.cli",
-            "mount",
-            str(base / "backing"),
-            str(self.mnt),
-            "--foreground",
-            "--config",
-            str(self.config),
-            "--log-file",
-            str(self.log),
+        cmd = themis_command(
+            base / "backing",
+            self.mnt,
             "--device-bandwidth",
             str(args.bandwidth),
             "--device-shared",
             str(base / "device.state"),
             "--cluster-node",
             name,
-        ]
-        if cluster:
-            cmd += ["--cluster", cluster]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        env["PYTHONPATH"] = str(REPO)
-        self.proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            *(["--cluster", cluster] if cluster else []),
+            config=self.config,
+            log_file=self.log,
         )
-        deadline = time.monotonic() + 30
-        while not is_mounted(self.mnt):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                _, err = self.proc.communicate()
-                log = self.log.read_text() if self.log.exists() else "(no log file written)"
-                raise SystemExit(
-                    f"themis mount of node {name} failed to start "
-                    f"(exit {self.proc.returncode}):\n{err.strip()}\n{log}"
-                )
-            time.sleep(0.05)
+        env = dict(without_slurm(os.environ), PYTHONPATH=str(REPO))
+        try:
+            self.daemon = FuseDaemon(
+                cmd,
+                self.mnt,
+                base / f"themis-{name}.console",
+                what=f"themis mount of node {name}",
+                env=env,
+                cwd=REPO,
+                logs=[self.log],
+            )
+        except RuntimeError as exc:
+            raise SystemExit(str(exc)) from None
 
     def write_config(self, policy: str) -> None:
         text = (
@@ -210,7 +186,7 @@ class Node:
     def use(self, policy: str) -> None:
         self.write_config(policy)
         mark = self.log.stat().st_size
-        self.proc.send_signal(signal.SIGHUP)
+        self.daemon.signal(signal.SIGHUP)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with open(self.log) as f:
@@ -221,11 +197,7 @@ class Node:
         raise SystemExit(f"node {self.name} did not switch to {policy}:\n{self.log.read_text()}")
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.daemon.stop(timeout=30)
 
 
 def run_timeline(

@@ -30,17 +30,18 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcbase.asuser import user_python
 from hpcbase.atomic import atomic_write
+from hpcbase.netutil import free_port
+from themis.launch import FuseDaemon, themis_command, without_slurm
 
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
@@ -103,21 +104,6 @@ PLAN = {
 }
 
 
-def user_python() -> str:
-    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-
-
-def is_mounted(path: Path) -> bool:
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == str(path) for line in f)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Mount:
     """One ``themis mount`` daemon; :meth:`use` switches its policy live (SIGHUP)."""
 
@@ -130,32 +116,26 @@ class Mount:
         self.log = backing.parent / "themis.log"
         self.args = args
         self._write_config("fifo")
-        cmd = [
-            sys.executable,
-            "-m",
-            "themis.cli",
-            "mount",
-            str(backing),
-            str(mnt),
-            "--foreground",
-            "--config",
-            str(self.config),
-            "--metrics-port",
-            str(self.port),
+        cmd = themis_command(
+            backing,
+            mnt,
             "--device-bandwidth",
             str(bandwidth),
-            "--log-file",
-            str(self.log),
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        self.proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            config=self.config,
+            metrics_port=self.port,
+            log_file=self.log,
         )
-        deadline = time.monotonic() + 30
-        while not is_mounted(mnt):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(daemon_failure(self.proc, self.log))
-            time.sleep(0.05)
+        try:
+            self.daemon = FuseDaemon(
+                cmd,
+                mnt,
+                backing.parent / "themis.console",
+                env=without_slurm(os.environ),
+                cwd=REPO,
+                logs=[self.log],
+            )
+        except RuntimeError as exc:
+            raise SystemExit(str(exc)) from None
         self.policy = "fifo"
 
     def _write_config(self, policy: str) -> None:
@@ -172,7 +152,7 @@ class Mount:
         if policy == self.policy:
             return
         self._write_config(policy)
-        self.proc.send_signal(signal.SIGHUP)
+        self.daemon.signal(signal.SIGHUP)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics") as resp:
@@ -189,20 +169,7 @@ class Mount:
         raise SystemExit(f"the daemon did not switch to {policy}:\n{self.log.read_text()}")
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
-
-
-def daemon_failure(proc: subprocess.Popen[str], log: Path) -> str:
-    """Why a daemon did not come up: its exit status, its stderr and its log file (if any)."""
-    if proc.poll() is None:
-        proc.kill()
-    _, err = proc.communicate()
-    text = log.read_text() if log.exists() else "(it wrote no log file)"
-    return (
-        f"themis mount failed to start (exit status {proc.returncode}):\n"
-        f"{(err or '').strip()}\n{text}"
-    )
+        self.daemon.stop(timeout=30)
 
 
 def missing_requirements() -> list[str]:

@@ -23,15 +23,17 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the checkout, without an install
+
+from themis.launch import FuseDaemon  # noqa: E402
+
 MiB = 1 << 20
 
 
@@ -68,49 +70,6 @@ THEMIS = [
     ("themis size-fair tbf (1 GB/s per job)", "size-fair", "tbf", "rate = 1e9"),
     ("themis size-fair gift (4 GB/s)", "size-fair", "gift", "capacity = 4e9"),
 ]
-
-
-def is_mounted(path: Path) -> bool:
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == str(path) for line in f)
-
-
-class Daemon:
-    """A FUSE daemon (Themis or the example) serving ``backing`` on ``mnt``."""
-
-    def __init__(self, cmd: list[str], mnt: Path, log: Path, what: str) -> None:
-        self.mnt = mnt
-        self.what = what
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 30
-        while not is_mounted(mnt):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"{what} failed to start (exit status {self.proc.returncode}):"
-                    f"\n{log.read_text().strip() or '(no output)'}"
-                )
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if is_mounted(self.mnt):
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], check=False)
 
 
 def fio(directory: Path, w: Workload, runtime: float) -> float:
@@ -214,13 +173,16 @@ def main(argv: list[str] | None = None) -> int:
         keys = args.only.split(",")
         targets = [t for t in targets if t[1] is None or any(k in t[0] for k in keys)]
     table: dict[str, dict[str, float]] = {}
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     try:
         for label, cmd in targets:
             daemon = None
             where = backing
             if cmd is not None:
                 try:
-                    daemon = Daemon(cmd, mnt, base / "daemon.log", label)
+                    daemon = FuseDaemon(
+                        cmd, mnt, base / "daemon.log", what=label, env=env, cwd=REPO
+                    )
                 except RuntimeError as exc:
                     notes.append(f"{label}: {exc}")
                     print(f"{label}: {exc}", flush=True)

@@ -3,7 +3,7 @@
 ``slurm_cluster`` (session): a one-node cluster with 16 CPUs on free loopback ports (Slurm's
 scheduler defaults but ``bf_interval=5``). For the whole session ``SLURM_CONF`` names it and
 ``SBATCH_OUTPUT`` sends job output into its folder, not the working tree. Yields a
-:class:`tests.fixtures.localcluster.LocalCluster`: ``conf_path``, ``env``, ``dir``,
+:class:`hpcbase.slurm.localcluster.LocalCluster`: ``conf_path``, ``env``, ``dir``,
 ``jobcomp_path``, ``stop_slurmctld()``, ``restart_slurmctld()``, ``start()``. Skips when
 Slurm or munge is not installed (CI installs them with scripts/setup.sh, so there the tests
 run).
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from hpcbase.slurm.errors import SlurmError
-from tests.fixtures.localcluster import LocalCluster, missing_programs
+from hpcbase.slurm.localcluster import LocalCluster, missing_programs
 
 # Slurm's defaults, except a backfill pass every 5 s rather than 30 s, so that start
 # estimates and backfilled starts show up within a test's patience.

@@ -1,5 +1,6 @@
 """The import graph of the four packages: no cycle, arrows only as docs/architecture.md draws
-them, and no package imports a sibling's private (underscore) names.
+them, and no package imports a sibling's private (underscore) names. ``tests/`` and ``bench/``
+depend on the packages only: neither imports the other, and no package imports either.
 
 Every import counts, also those inside functions and ``if TYPE_CHECKING:`` blocks.
 """
@@ -139,9 +140,34 @@ def problems(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
     return found
 
 
+CONSUMERS = ("tests", "bench")  # import the packages; never each other
+
+
+def _imported_tops(path: Path) -> Iterator[tuple[str, int]]:
+    """The top-level name of every absolute import in ``path``, with its line."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module.split(".")[0], node.lineno
+
+
+def consumer_problems(root: Path) -> list[str]:
+    """Imports of ``tests`` or ``bench`` by a package, and by each other."""
+    found = []
+    for top in (*PACKAGES, *CONSUMERS):
+        for path in sorted((root / top).rglob("*.py")) if (root / top).is_dir() else []:
+            banned = set(CONSUMERS) - {top}
+            for name, line in _imported_tops(path):
+                if name in banned:
+                    found.append(f"{path.relative_to(root)}:{line}: {top} may not import {name}")
+    return found
+
+
 @functools.cache
 def tree_problems() -> tuple[str, ...]:
-    return tuple(problems(ROOT))
+    return tuple(problems(ROOT) + consumer_problems(ROOT))
 
 
 def test_the_tree_has_no_cycle_no_backward_arrow_and_no_private_import() -> None:
@@ -206,11 +232,15 @@ def _write(root: Path, files: dict[str, str]) -> None:
             {"themis/x.py": "if True:\n    from mirage.slurm import get_client\n"},
             "themis may not import mirage",
         ),
+        ({"bench/b.py": "from tests.fixtures import x\n"}, "bench may not import tests"),
+        ({"tests/t.py": "def f():\n    import bench.sim_speed\n"}, "tests may not import bench"),
+        ({"sim/x.py": "from tests import helpers\n"}, "sim may not import tests"),
+        ({"tests/t.py": "from tests.sim import simhelpers\n"}, ""),
     ],
 )
 def test_the_checker_finds_what_it_looks_for(tmp_path: Path, files: dict, needle: str) -> None:
     _write(tmp_path, files)
-    found = problems(tmp_path)
+    found = problems(tmp_path) + consumer_problems(tmp_path)
     if needle:
         assert any(needle in p for p in found), found
     else:

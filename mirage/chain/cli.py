@@ -68,10 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "submit",
         help="submit a chain of N segments of SCRIPT",
-        description="Options not listed here go to sbatch for every segment.",
+        description="Options not listed here go to sbatch for every segment, with sbatch's "
+        "meaning: none of these shadows an sbatch option (-N is sbatch's --nodes).",
+        allow_abbrev=False,  # an abbreviated sbatch option must reach sbatch
     )
     s.add_argument("script", type=Path)
-    s.add_argument("--segments", "-N", type=_positive(int), required=True)
+    s.add_argument("--segments", type=_positive(int), required=True)
     s.add_argument(
         "--policy",
         default=os.environ.get("MIRAGE_POLICY", "default"),

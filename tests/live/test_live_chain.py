@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hpcbase.netutil import free_port
 from hpcbase.slurm import get_client
 from mirage.chain.cli import main as chain_main
 from mirage.chain.reconcile import tagged_jobs
 from mirage.chain.store import ACTIVE, ChainStore
-from tests.fixtures.localcluster import free_ports
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -103,7 +103,7 @@ def live(slurm_cluster, tmp_path_factory):
     seg_log = tmp / "segments.log"
     script = tmp / "segment.sh"
     script.write_text(SEGMENT.format(log=seg_log))
-    port = free_ports(1)[0]
+    port = free_port()
     cfg = tmp / "mirage.toml"
     cfg.write_text(f"""
 [slurm]

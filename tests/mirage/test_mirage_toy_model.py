@@ -1,5 +1,6 @@
-"""``bench/live_toy_model.py``: a site's own model from its recorded load, in the simulator
-configured from its own slurm.conf (here the bench's 16-CPU cluster), chosen on validation."""
+"""``mirage.sitemodel`` (bench/live_toy_model.py): a site's own model from its recorded load,
+in the simulator configured from its own slurm.conf (the bench's cluster), chosen on
+validation."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
+from hpcbase.slurm.localcluster import missing_programs
 from mirage.agents.common.model_io import load_model, read_meta
-from tests.fixtures.localcluster import missing_programs
 
 
 def toy_swf(path, jobs: int = 500, seed: int = 0):
@@ -26,7 +27,7 @@ def toy_swf(path, jobs: int = 500, seed: int = 0):
 
 @pytest.mark.skipif(bool(missing_programs()), reason="renders the bench cluster's slurm.conf")
 def test_a_toy_model_is_trained_chosen_and_saved(tmp_path, capsys):
-    from bench.live_toy_model import CHAIN_LIMIT, main
+    from mirage.sitemodel import CHAIN_LIMIT, main
 
     trace = toy_swf(tmp_path / "load.swf")
     assert (

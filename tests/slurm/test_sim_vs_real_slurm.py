@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.sim_fidelity import simulate
-from tests.fixtures.localcluster import missing_programs
-from tests.fixtures.realslurm import WorkloadJob, run_workload
+from hpcbase.slurm.localcluster import missing_programs
+from sim.realcheck import simulate
+from sim.realslurm import WorkloadJob, run_workload
 
 pytestmark = [
     pytest.mark.slurm,

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from hpcbase.netutil import free_port
 from hpcbase.slurm import get_client
-from tests.fixtures.localcluster import SCRIPT, LocalCluster, free_ports, missing_programs
+from hpcbase.slurm.localcluster import SCRIPT, LocalCluster, missing_programs
 
 pytestmark = [
     pytest.mark.slurm,
@@ -106,7 +107,7 @@ def test_port_taken_is_reported(small_dir: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         taken = s.getsockname()[1]
-        cluster = LocalCluster(small_dir / "c", cpus=2, ports=(taken, free_ports(1)[0]))
+        cluster = LocalCluster(small_dir / "c", cpus=2, ports=(taken, free_port()))
         proc = script(cluster, "start", "--cpus", "2")
     assert proc.returncode == 1
     assert f"port {taken} (for slurmctld) is already in use" in proc.stderr

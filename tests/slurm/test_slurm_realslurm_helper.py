@@ -1,4 +1,4 @@
-"""tests/fixtures/realslurm.py: workload validation, and a tiny workload on a fresh real cluster."""
+"""sim/realslurm.py: workload validation, and a tiny workload on a fresh real cluster."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.localcluster import missing_programs
-from tests.fixtures.realslurm import (
+from hpcbase.slurm.localcluster import missing_programs
+from sim.realslurm import (
     WorkloadJob,
     as_job,
     generate_conf,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.themis.fusehelp import ThemisMount, fuse_available, is_mounted, start_themis
+from tests.themis.fusehelp import ThemisMount, fuse_available, start_themis
+from themis.fs.fusectl import is_mounted
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Helpers for Themis tests: start a real ``themis mount`` daemon, run code as other uids."""
+"""Helpers for Themis tests: a real ``themis mount`` daemon (:mod:`themis.launch`) with its
+metrics at hand; the shared helpers they use are re-exported for the tests."""
 
 from __future__ import annotations
 
@@ -6,45 +7,27 @@ import errno
 import importlib.util
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpcbase.asuser import run_as, user_python
+from hpcbase.netutil import free_port
+from themis.fs.fusectl import is_mounted
+from themis.launch import FuseDaemon, answers_http, scrape, themis_command
+
+__all__ = [
+    "REPO",
+    "ThemisMount",
+    "free_port",
+    "fuse_available",
+    "is_mounted",
+    "run_as",
+    "start_themis",
+    "user_python",
+]
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def user_python() -> str:
-    """A Python other uids may execute (the project's venv may sit under a private home)."""
-    for candidate in ("/usr/bin/python3", shutil.which("python3") or ""):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return sys.executable
-
-
-def run_as(
-    uid: int,
-    code: str,
-    gid: int | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 60,
-) -> subprocess.CompletedProcess[str]:
-    """Run Python ``code`` (stdlib only) as ``uid``/``gid`` with exactly ``env``."""
-    return subprocess.run(
-        [user_python(), "-c", code],
-        user=uid,
-        group=uid if gid is None else gid,
-        extra_groups=[],
-        env=env if env is not None else {"PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd="/",
-    )
 
 
 def fuse_available() -> str | None:
@@ -60,18 +43,6 @@ def fuse_available() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def is_mounted(path: str | Path) -> bool:
-    target = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == target and line.split()[2].startswith("fuse") for line in f)
-
-
 @dataclass
 class ThemisMount:
     """A running daemon: ``backing`` served on ``mnt``; metrics on ``port``."""
@@ -79,14 +50,17 @@ class ThemisMount:
     backing: Path
     mnt: Path
     port: int
-    proc: subprocess.Popen[bytes]
+    daemon: FuseDaemon
     log: Path
     config: Path | None = None
     extra: list[str] = field(default_factory=list)
 
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.daemon.proc
+
     def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
-            return r.read().decode()
+        return scrape(self.port)
 
     def sample(self, name: str, **labels: str) -> float | None:
         """The value of one series in a fresh scrape (None when absent)."""
@@ -104,19 +78,10 @@ class ThemisMount:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def signal(self, sig: int) -> None:
-        self.proc.send_signal(sig)
+        self.daemon.signal(sig)
 
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if is_mounted(self.mnt):
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], check=False)
-        return self.proc.returncode
+    def stop(self) -> int | None:
+        return self.daemon.stop()
 
 
 def start_themis(
@@ -127,7 +92,8 @@ def start_themis(
     wait: float = 20.0,
     env: dict[str, str] | None = None,
 ) -> ThemisMount:
-    """Start ``themis mount`` in the foreground and wait until the mount is live."""
+    """Start ``themis mount`` in the foreground and wait until the mount and its metrics
+    endpoint are live."""
     backing = backing or root / "backing"
     mnt = root / "mnt"
     backing.mkdir(exist_ok=True)
@@ -140,35 +106,16 @@ def start_themis(
             raise
     port = free_port()
     log = root / f"themis-{port}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "themis.cli",
-        "mount",
-        str(backing),
-        str(mnt),
-        "--foreground",
-        "--metrics-port",
-        str(port),
-        "--log-file",
-        str(log),
-        *args,
-    ]
-    if config is not None:
-        cmd += ["--config", str(config)]
+    cmd = themis_command(backing, mnt, *args, config=config, metrics_port=port, log_file=log)
     full = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    proc = subprocess.Popen(cmd, env=full, cwd=REPO, stdin=subprocess.DEVNULL)
-    mount = ThemisMount(backing, mnt, port, proc, log, config, list(args))
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"themis mount exited with {proc.returncode}:\n{mount.logs()}")
-        if is_mounted(mnt):
-            try:
-                mount.scrape()
-                return mount
-            except OSError:
-                pass
-        time.sleep(0.05)
-    mount.stop()
-    raise RuntimeError(f"themis mount did not come up in {wait} s:\n{mount.logs()}")
+    daemon = FuseDaemon(
+        cmd,
+        mnt,
+        root / f"themis-{port}.console",
+        env=full,
+        cwd=REPO,
+        wait=wait,
+        ready=answers_http(port),
+        logs=[log],
+    )
+    return ThemisMount(backing, mnt, port, daemon, log, config, list(args))

@@ -15,7 +15,8 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from tests.themis.fusehelp import free_port, fuse_available, start_themis
+from hpcbase.netutil import free_port
+from tests.themis.fusehelp import fuse_available, start_themis
 from themis.cluster.control import Controller
 from themis.cluster.link import ClusterLink
 from themis.cluster.records import RecordError, Report, decode, encode

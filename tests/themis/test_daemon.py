@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.themis.fusehelp import is_mounted, start_themis
+from tests.themis.fusehelp import start_themis
 from themis.fs import fusectl
+from themis.fs.fusectl import is_mounted
 
 pytestmark = pytest.mark.fuse
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.themis.fusehelp import REPO, is_mounted, start_themis
+from tests.themis.fusehelp import REPO, start_themis
 from themis.fs import fusectl
+from themis.fs.fusectl import is_mounted
 from themis.fs.syscalls import fallocate
 from themis.sched.policy import POLICIES
 from themis.sched.registry import DISPATCHERS

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.themis.fusehelp import run_as
+from hpcbase.asuser import run_as
 from themis.fs.syscalls import AT_FDCWD, RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 
 pytestmark = pytest.mark.fuse

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.themis.fusehelp import run_as, start_themis
+from hpcbase.asuser import run_as
+from tests.themis.fusehelp import start_themis
 from themis.tagging import SlurmJobs
 
 pytestmark = pytest.mark.fuse

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 from prometheus_client import CollectorRegistry
 
+from hpcbase.netutil import free_port
 from themis.metrics import ThemisMetrics
 from themis.sched import JobTag, Scheduler
 
@@ -17,12 +17,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_records_shares_and_expires_finished_jobs():

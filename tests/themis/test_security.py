@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from hpcbase.asuser import run_as
 from hpcbase.httpserve import MAX_CLIENTS
-from tests.themis.fusehelp import run_as, start_themis
+from tests.themis.fusehelp import start_themis
 from themis.tagging import Tagger
 
 pytestmark = pytest.mark.fuse

@@ -63,6 +63,11 @@ def fuse_mounts(mountpoint: str, mountinfo: str = "/proc/self/mountinfo") -> lis
     return found
 
 
+def is_mounted(mountpoint: str | os.PathLike[str]) -> bool:
+    """Whether a FUSE mount, live or dead, sits on ``mountpoint`` (from mountinfo)."""
+    return bool(fuse_mounts(os.path.realpath(mountpoint)))
+
+
 def connection_id(mountpoint: str, mountinfo: str = "/proc/self/mountinfo") -> int | None:
     """The FUSE connection number (the device minor) of a mount, read from mountinfo.
 

@@ -1,0 +1,408 @@
+#!/usr/bin/env bash
+# A single-node Slurm cluster on loopback, for tests and benchmarks.
+#
+#   scripts/slurm-cluster.sh start|stop|status|env [--dir DIR] [--cpus N] [--conf-extra FILE]
+#
+# Everything lives in one folder (default ${MIRAGE_SLURM_DIR:-/tmp/mirage-slurm}): slurm.conf,
+# its own munge key, socket and munged, spool, state, logs and pid files. Nothing under /etc or
+# /run is touched, so a system Slurm or munge on the same machine is left alone.
+#
+# Ports: MIRAGE_SLURMCTLD_PORT (default 16817) and MIRAGE_SLURMD_PORT (default 16818).
+# Node name: MIRAGE_SLURM_NODE (default: `hostname -s`). Cgroups: MIRAGE_SLURM_CGROUPS (below).
+#
+#   start   start whatever is not running (munged, slurmctld, slurmd) and wait until the node
+#           is idle; "already running" exits 0. With --conf-extra FILE, FILE's lines are
+#           appended to the generated slurm.conf (scheduler settings).
+#   stop    cancel this cluster's jobs and stop its daemons; exits 0 if already stopped.
+#           --only slurmctld|slurmd|munged stops only that daemon (for failure tests).
+#   status  show the daemons and the node; exit 0 if all run, 3 if none, 1 if some.
+#   env     print `export SLURM_CONF=...` for a shell: eval "$(scripts/slurm-cluster.sh env)"
+#   conf    print the path of the generated slurm.conf.
+#   render  print the slurm.conf that start would write (nothing is started).
+set -euo pipefail
+
+usage() {
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    exit "${1:-2}"
+}
+
+die() {
+    echo "slurm-cluster: $*" >&2
+    exit 1
+}
+
+cmd=${1:-}
+[[ -n $cmd ]] || usage 2
+shift
+DIR=${MIRAGE_SLURM_DIR:-/tmp/mirage-slurm}
+CPUS=16
+CONF_EXTRA=""
+ONLY=""
+while (($#)); do
+    case $1 in
+        --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
+        --dir=*) DIR=${1#*=}; shift ;;
+        --cpus) CPUS=${2:?--cpus needs a value}; shift 2 ;;
+        --cpus=*) CPUS=${1#*=}; shift ;;
+        --conf-extra) CONF_EXTRA=${2:?--conf-extra needs a file}; shift 2 ;;
+        --conf-extra=*) CONF_EXTRA=${1#*=}; shift ;;
+        --only) ONLY=${2:?--only needs a daemon name}; shift 2 ;;
+        --only=*) ONLY=${1#*=}; shift ;;
+        -h|--help) usage 0 ;;
+        *) echo "slurm-cluster: unknown argument: $1" >&2; usage 2 ;;
+    esac
+done
+[[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
+[[ -z $ONLY || $ONLY =~ ^(slurmctld|slurmd|munged)$ ]] \
+    || die "--only must be slurmctld, slurmd or munged, got '$ONLY'"
+if [[ -n $CONF_EXTRA ]]; then
+    [[ -f $CONF_EXTRA ]] || die "--conf-extra: no such file: $CONF_EXTRA"
+    CONF_EXTRA=$(cd "$(dirname "$CONF_EXTRA")" && pwd)/$(basename "$CONF_EXTRA")
+fi
+[[ $cmd == start ]] && mkdir -p "$DIR"
+[[ -d $DIR ]] && DIR=$(cd "$DIR" && pwd)
+
+CTLD_PORT=${MIRAGE_SLURMCTLD_PORT:-16817}
+SLURMD_PORT=${MIRAGE_SLURMD_PORT:-16818}
+NODE=${MIRAGE_SLURM_NODE:-$(hostname -s 2>/dev/null || uname -n | cut -d. -f1)}
+CONF=$DIR/slurm.conf
+MUNGE_SOCK=$DIR/munge/munge.socket
+MUNGE_PID=$DIR/munge/munged.pid
+CTLD_PID=$DIR/run/slurmctld.pid
+SLURMD_PID=$DIR/run/slurmd.pid
+export SLURM_CONF=$CONF
+
+# Unix socket paths are limited to 107 bytes; slurmd's step sockets live in the spool.
+((${#DIR} <= 60)) || die "--dir path is too long for Unix sockets (${#DIR} > 60 chars): $DIR"
+
+need_bins() {
+    local b missing=()
+    for b in munged mungekey slurmctld slurmd sinfo scontrol squeue scancel; do
+        command -v "$b" >/dev/null 2>&1 || missing+=("$b")
+    done
+    ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]} (install slurm-wlm and munge: scripts/setup.sh)"
+}
+
+pid_alive() {  # pid_alive PIDFILE -> 0 if the process named in it runs (and is ours)
+    local pid args
+    [[ -s $1 ]] || return 1
+    pid=$(<"$1")
+    [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+    # A stale pid file may name a recycled pid: our daemons all have $DIR in their arguments.
+    args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $args == *"$DIR/"* ]]
+}
+
+port_taken() {  # port_taken PORT -> 0 if something listens on it
+    ss -Htln "sport = :$1" 2>/dev/null | grep -q . && return 0
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+check_port() {  # check_port NAME PIDFILE PORT: fail if NAME must start but PORT is taken
+    pid_alive "$2" && return 0
+    if port_taken "$3"; then
+        die "port $3 (for $1) is already in use by another program; pick free ports with MIRAGE_SLURMCTLD_PORT / MIRAGE_SLURMD_PORT"
+    fi
+}
+
+log_tail() {  # log_tail NAME FILE
+    echo "---- last lines of $2 ----" >&2
+    tail -n 25 "$2" >&2 2>/dev/null || echo "(no log)" >&2
+    echo "----" >&2
+}
+
+# Cgroups: with MIRAGE_SLURM_CGROUPS=auto (the default) jobs go into cgroups
+# (proctrack/cgroup, task/cgroup, cgroup/v1) when the host mounts cgroup v1 with a writable
+# freezer hierarchy, as this project's VMs do; =yes insists, =no never. Slurm 22.05's
+# cgroup/v2 plugin needs systemd's D-Bus to create its scope, which containers and bare CI
+# machines lack, so a v2-only host gets proctrack/linuxproc and task/none (jobs are then found
+# through their environment only).
+use_cgroups() {
+    case ${MIRAGE_SLURM_CGROUPS:-auto} in
+        no) return 1 ;;
+        yes) return 0 ;;
+    esac
+    [[ -d /sys/fs/cgroup/freezer && -w /sys/fs/cgroup/freezer ]] \
+        && [[ $(stat -f -c %T /sys/fs/cgroup/freezer 2>/dev/null) == cgroupfs ]]
+}
+if use_cgroups; then
+    PROCTRACK=proctrack/cgroup
+    TASKPLUGIN=task/cgroup
+else
+    PROCTRACK=proctrack/linuxproc
+    TASKPLUGIN=task/none
+fi
+
+write_cgroup_conf() {  # write_cgroup_conf FILE: cgroup.conf, next to slurm.conf where Slurm looks
+    cat >"$1" <<EOF
+# Generated by scripts/slurm-cluster.sh: jobs are tracked in cgroups, nothing is constrained.
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainSwapSpace=no
+ConstrainDevices=no
+EOF
+}
+
+write_conf() {  # write_conf FILE: the slurm.conf for the current options
+    cat >"$1" <<EOF
+# Generated by scripts/slurm-cluster.sh; regenerated on every start.
+ClusterName=mirage
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=$(id -un)
+SlurmdUser=$(id -un)
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCK
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$CTLD_PID
+SlurmdPidFile=$SLURMD_PID
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+# Jobs in cgroups where the host lets us (see use_cgroups); no accounting daemon.
+ProctrackType=$PROCTRACK
+TaskPlugin=$TASKPLUGIN
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$DIR/log/jobcomp.txt
+SwitchType=switch/none
+MpiDefault=none
+LaunchParameters=use_interactive_step
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+PriorityType=priority/multifactor
+ReturnToService=2
+# Keep finished jobs visible to "scontrol show job" for a day.
+MinJobAge=86400
+MaxJobCount=100000
+MessageTimeout=10
+SlurmctldTimeout=60
+SlurmdTimeout=300
+InactiveLimit=0
+KillWait=5
+Waittime=0
+SlurmdParameters=config_overrides
+NodeName=$NODE NodeAddr=127.0.0.1 NodeHostname=$NODE CPUs=$CPUS State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+    if [[ -n $CONF_EXTRA ]]; then
+        {
+            echo "# ---- appended from $CONF_EXTRA ----"
+            cat "$CONF_EXTRA"
+            echo
+        } >>"$1"
+    fi
+}
+
+start_munged() {
+    pid_alive "$MUNGE_PID" && return 0
+    mkdir -p "$DIR/munge"
+    chmod 755 "$DIR/munge"
+    if [[ ! -s $DIR/munge/munge.key ]]; then
+        mungekey --create --keyfile="$DIR/munge/munge.key" --force >/dev/null 2>&1 \
+            || dd if=/dev/urandom of="$DIR/munge/munge.key" bs=1024 count=1 status=none
+        chmod 600 "$DIR/munge/munge.key"
+    fi
+    rm -f "$MUNGE_SOCK" "$MUNGE_SOCK.lock"
+    # --force: munged refuses some set-ups (e.g. running as root) without it.
+    if ! munged --force --socket="$MUNGE_SOCK" --key-file="$DIR/munge/munge.key" \
+        --pid-file="$MUNGE_PID" --log-file="$DIR/log/munged.log" \
+        --seed-file="$DIR/munge/munged.seed" </dev/null >>"$DIR/log/munged.out" 2>&1; then
+        echo "slurm-cluster: munged failed to start" >&2
+        log_tail munged "$DIR/log/munged.log"
+        tail -n 5 "$DIR/log/munged.out" >&2 || true
+        exit 1
+    fi
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [[ -S $MUNGE_SOCK ]] && return 0
+        sleep 0.1
+    done
+    echo "slurm-cluster: munged did not create its socket $MUNGE_SOCK" >&2
+    log_tail munged "$DIR/log/munged.log"
+    exit 1
+}
+
+start_daemon() {  # start_daemon NAME PIDFILE PORT LOG ARGS...
+    local name=$1 pidf=$2 port=$3 log=$4 i
+    shift 4
+    pid_alive "$pidf" && return 0
+    rm -f "$pidf"
+    local rc=0
+    "$@" </dev/null >>"$DIR/log/$name.out" 2>&1 || rc=$?
+    if ((rc != 0)); then
+        echo "slurm-cluster: $name failed to start (exit status $rc): $*" >&2
+        tail -n 5 "$DIR/log/$name.out" >&2 || true
+        log_tail "$name" "$log"
+        exit 1
+    fi
+    # The daemon forks; its pid file appears once it runs. A pid file naming a dead process
+    # means it exited during start-up.
+    for ((i = 0; i < 100; i++)); do
+        if [[ -s $pidf ]]; then
+            sleep 0.3
+            pid_alive "$pidf" && return 0
+            break
+        fi
+        sleep 0.1
+    done
+    echo "slurm-cluster: $name did not stay up (run '$0 stop --dir $DIR' to clean up)" >&2
+    tail -n 5 "$DIR/log/$name.out" >&2 || true
+    log_tail "$name" "$log"
+    exit 1
+}
+
+node_state() {
+    sinfo -h -n "$NODE" -o '%T' 2>/dev/null | head -n 1
+}
+
+wait_idle() {
+    local st="" deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        st=$(node_state || true)
+        case $st in
+            idle*|mixed*|alloc*|completing*|planned*) return 0 ;;
+        esac
+        # A running daemon that has died shows up here rather than after the timeout.
+        pid_alive "$CTLD_PID" || { echo "slurm-cluster: slurmctld exited" >&2; log_tail slurmctld "$DIR/log/slurmctld.log"; exit 1; }
+        pid_alive "$SLURMD_PID" || { echo "slurm-cluster: slurmd exited" >&2; log_tail slurmd "$DIR/log/slurmd.log"; exit 1; }
+        sleep 0.1
+    done
+    echo "slurm-cluster: node $NODE did not become idle within 60 s (state: ${st:-unknown})" >&2
+    log_tail slurmctld "$DIR/log/slurmctld.log"
+    log_tail slurmd "$DIR/log/slurmd.log"
+    exit 1
+}
+
+all_running() {
+    pid_alive "$MUNGE_PID" && pid_alive "$CTLD_PID" && pid_alive "$SLURMD_PID"
+}
+
+do_start() {
+    need_bins
+    local new=$DIR/slurm.conf.new
+    trap 'rm -f "$DIR/slurm.conf.new"' EXIT
+    mkdir -p "$DIR/log" "$DIR/run" "$DIR/state" "$DIR/spool/$NODE" "$DIR/out"
+    write_conf "$new"
+    if all_running; then
+        if cmp -s "$new" "$CONF"; then
+            rm -f "$new"
+            echo "slurm-cluster: already running in $DIR (SLURM_CONF=$CONF)"
+            wait_idle
+            return 0
+        fi
+        rm -f "$new"
+        die "already running in $DIR with a different configuration (--cpus/--conf-extra/ports); run '$0 stop --dir $DIR' first"
+    fi
+    if pid_alive "$CTLD_PID" && ! cmp -s "$new" "$CONF"; then
+        rm -f "$new"
+        die "slurmctld runs in $DIR with a different configuration; run '$0 stop --dir $DIR' first"
+    fi
+    check_port slurmctld "$CTLD_PID" "$CTLD_PORT"
+    check_port slurmd "$SLURMD_PID" "$SLURMD_PORT"
+    mv -f "$new" "$CONF"
+    if [[ $PROCTRACK == proctrack/cgroup ]]; then
+        write_cgroup_conf "$DIR/cgroup.conf"
+    else
+        rm -f "$DIR/cgroup.conf"
+    fi
+    start_munged
+    start_daemon slurmctld "$CTLD_PID" "$CTLD_PORT" "$DIR/log/slurmctld.log" \
+        slurmctld -f "$CONF"
+    start_daemon slurmd "$SLURMD_PID" "$SLURMD_PORT" "$DIR/log/slurmd.log" \
+        slurmd -f "$CONF" -N "$NODE"
+    wait_idle
+    echo "slurm-cluster: running in $DIR: node $NODE with $CPUS CPUs, slurmctld port $CTLD_PORT, slurmd port $SLURMD_PORT"
+    echo "slurm-cluster: export SLURM_CONF=$CONF"
+}
+
+stop_pid() {  # stop_pid NAME PIDFILE
+    local pid i
+    pid_alive "$2" || { rm -f "$2"; return 0; }
+    pid=$(<"$2")
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || { rm -f "$2"; return 0; }
+        sleep 0.1
+    done
+    echo "slurm-cluster: $1 (pid $pid) ignored SIGTERM for 10 s; sending SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$2"
+}
+
+cancel_jobs() {
+    local i ids
+    pid_alive "$CTLD_PID" && [[ -f $CONF ]] || return 0
+    ids=$(squeue -h -o '%i' 2>/dev/null || true)
+    [[ -n $ids ]] || return 0
+    # shellcheck disable=SC2086
+    scancel $ids 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        [[ -z $(squeue -h -t running,completing,configuring -o '%i' 2>/dev/null || true) ]] && return 0
+        sleep 0.1
+    done
+    echo "slurm-cluster: some jobs were still running after scancel" >&2
+}
+
+do_stop() {
+    case $ONLY in
+        slurmctld) stop_pid slurmctld "$CTLD_PID"; return 0 ;;
+        slurmd) stop_pid slurmd "$SLURMD_PID"; return 0 ;;
+        munged) stop_pid munged "$MUNGE_PID"; return 0 ;;
+    esac
+    if ! pid_alive "$MUNGE_PID" && ! pid_alive "$CTLD_PID" && ! pid_alive "$SLURMD_PID"; then
+        echo "slurm-cluster: not running ($DIR)"
+        return 0
+    fi
+    cancel_jobs
+    stop_pid slurmd "$SLURMD_PID"
+    stop_pid slurmctld "$CTLD_PID"
+    stop_pid munged "$MUNGE_PID"
+    echo "slurm-cluster: stopped ($DIR)"
+}
+
+do_status() {
+    local n=0 name pidf
+    for name in munged slurmctld slurmd; do
+        case $name in
+            munged) pidf=$MUNGE_PID ;; slurmctld) pidf=$CTLD_PID ;; slurmd) pidf=$SLURMD_PID ;;
+        esac
+        if pid_alive "$pidf"; then
+            echo "$name: running (pid $(<"$pidf"))"
+            n=$((n + 1))
+        else
+            echo "$name: stopped"
+        fi
+    done
+    echo "dir: $DIR"
+    echo "SLURM_CONF=$CONF"
+    if pid_alive "$CTLD_PID"; then
+        sinfo -N -o '%N %P %T %c' 2>&1 || true
+    fi
+    ((n == 3)) && return 0
+    ((n == 0)) && return 3
+    return 1
+}
+
+case $cmd in
+    start) do_start ;;
+    stop) do_stop ;;
+    status) do_status ;;
+    env)
+        echo "export SLURM_CONF=$CONF"
+        echo "export MIRAGE_SLURM_DIR=$DIR"
+        ;;
+    conf) echo "$CONF" ;;
+    render) write_conf /dev/stdout ;;
+    -h|--help|help) usage 0 ;;
+    *) echo "slurm-cluster: unknown command: $cmd" >&2; usage 2 ;;
+esac

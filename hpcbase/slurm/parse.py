@@ -201,50 +201,49 @@ def parse_limit(text: str) -> int | None:
     return None if is_unlimited(seconds) else int(seconds)
 
 
-def parse_squeue(text: str) -> list[JobInfo]:
-    """Rows of ``squeue -h -O`` with :data:`SQUEUE_FIELDS`, each suffixed by :data:`SEP`."""
-    jobs = []
-    n = len(SQUEUE_FIELDS)
+# The keyword of :func:`_job` that each column fills, in the order of the field tuples.
+_JOB_KEYS = (
+    "jid",
+    "name",
+    "user",
+    "state",
+    "nodes",
+    "cpus",
+    "limit",
+    "submit",
+    "eligible",
+    "start",
+    "end",
+    "reason",
+)
+
+
+def _delimited(text: str, sep: str, fields: tuple[str, ...], what: str) -> list[list[str]]:
+    """The non-blank lines of ``text`` split into ``len(fields)`` columns at ``sep`` (the last
+    keeps any further ``sep``); a line with fewer columns is a SlurmError naming it."""
+    n = len(fields)
+    rows = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        parts = line.split(SEP, n - 1)
+        parts = line.split(sep, n - 1)
         if len(parts) != n:
             raise SlurmError(
-                f"squeue output line {lineno}: expected {n} fields, got {len(parts)}: {line!r}"
+                f"{what} output line {lineno}: expected {n} fields, got {len(parts)}: {line!r}"
             )
-        (
-            jid,
-            name,
-            user,
-            state,
-            nodes,
-            cpus,
-            limit,
-            submit,
-            eligible,
-            start,
-            end,
-            reason,
-            dep,
-            ec,
-            part,
-            comment,
-        ) = parts
+        rows.append(parts)
+    return rows
+
+
+def parse_squeue(text: str) -> list[JobInfo]:
+    """Rows of ``squeue -h -O`` with :data:`SQUEUE_FIELDS`, each suffixed by :data:`SEP`."""
+    jobs = []
+    for parts in _delimited(text, SEP, SQUEUE_FIELDS, "squeue"):
+        *head, dep, ec, part, comment = parts
+        cols = dict(zip(_JOB_KEYS, head, strict=True))
         jobs.append(
             _job(
-                jid=jid,
-                name=name,
-                user=user,
-                state=state,
-                nodes=nodes,
-                cpus=cpus,
-                limit=limit,
-                submit=submit,
-                eligible=eligible,
-                start=start,
-                end=end,
-                reason=reason,
+                **cols,
                 dependency=dep,
                 exit_code=ec,
                 partition=part,
@@ -292,52 +291,10 @@ def job_from_kv(kv: dict[str, str]) -> JobInfo:
 def parse_sacct(text: str) -> list[JobInfo]:
     """Rows of ``sacct -n -P -X -o`` with :data:`SACCT_FIELDS`."""
     jobs = []
-    n = len(SACCT_FIELDS)
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", n - 1)
-        if len(parts) != n:
-            raise SlurmError(
-                f"sacct output line {lineno}: expected {n} fields, got {len(parts)}: {line!r}"
-            )
-        (
-            jid,
-            name,
-            user,
-            state,
-            nodes,
-            cpus,
-            limit,
-            submit,
-            eligible,
-            start,
-            end,
-            reason,
-            ec,
-            part,
-            comment,
-        ) = parts
-        jobs.append(
-            _job(
-                jid=jid,
-                name=name,
-                user=user,
-                state=state,
-                nodes=nodes,
-                cpus=cpus,
-                limit=limit,
-                submit=submit,
-                eligible=eligible,
-                start=start,
-                end=end,
-                reason=reason,
-                dependency="",
-                exit_code=ec,
-                partition=part,
-                comment=comment,
-            )
-        )
+    for parts in _delimited(text, "|", SACCT_FIELDS, "sacct"):
+        *head, ec, part, comment = parts
+        cols = dict(zip(_JOB_KEYS, head, strict=True))
+        jobs.append(_job(**cols, dependency="", exit_code=ec, partition=part, comment=comment))
     return jobs
 
 

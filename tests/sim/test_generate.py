@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sim.cli import main as hpcsim
-from sim.generate import LublinParams, daily_weights, generate, offered_load
+from sim.generate import COMMON_LIMITS_MIN, LublinParams, daily_weights, generate, offered_load
 from sim.traces import read_trace, write_swf
 from sim.traces.model import ARRAY_FIELDS
 
@@ -50,29 +50,7 @@ def test_model_shape():
     assert np.median(t.runtime[t.units >= 32]) > 3 * np.median(t.runtime[t.units == 1])
     assert t.runtime.min() >= 1 and t.runtime.max() <= np.exp(12)
     assert (t.limit >= t.runtime).all()
-    common = {
-        m * 60
-        for m in (
-            5,
-            10,
-            15,
-            20,
-            30,
-            45,
-            60,
-            90,
-            120,
-            180,
-            240,
-            360,
-            480,
-            720,
-            960,
-            1440,
-            2160,
-            2880,
-        )
-    }
+    common = {m * 60 for m in COMMON_LIMITS_MIN}
     assert set(np.unique(t.limit).tolist()) <= common
     assert 0.08 < np.mean(t.limit == 48 * 3600) < 0.3
     # daily cycle: more submits in the early afternoon than at dawn

@@ -7,7 +7,7 @@ builder consumes it, so features are computed by one piece of code in both place
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,6 +71,24 @@ class QueueSnapshot:
     def pend_wait(self) -> np.ndarray:
         """Seconds each pending job has waited since submission."""
         return self.time - self.pend_submit
+
+    def scaled(self, factor: float) -> QueueSnapshot:
+        """The same queue on a clock ``factor`` times slower: every time and duration times
+        ``factor``. A cluster that replays a site's load ``factor`` times faster is seen at
+        the site's own time scale this way (times stay on one clock: only differences and
+        durations mean anything)."""
+        if factor == 1.0:
+            return self
+        k = float(factor)
+        return replace(
+            self,
+            time=self.time * k,
+            pend_limit=self.pend_limit * k,
+            pend_submit=self.pend_submit * k,
+            pend_eligible=self.pend_eligible * k,
+            run_limit=self.run_limit * k,
+            run_start=self.run_start * k,
+        )
 
     @property
     def run_elapsed(self) -> np.ndarray:

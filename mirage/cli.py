@@ -14,6 +14,10 @@ COMMANDS = {
     "support": ("mirage.support", "store a model's training support (it waits outside it)"),
     "study": ("mirage.study", "the whole study: data, 3 seeds per agent, validation, test tables"),
     "chain": ("mirage.chain.cli", "submit, list, inspect and cancel job chains on a live cluster"),
+    "live-check": (
+        "mirage.livecheck",
+        "a site's trace on real Slurm, time-compressed: live and simulated gaps, decisions audited",
+    ),
     "agentd": ("mirage.agentd", "the site daemon: queue sampling, chain driving, metrics"),
 }
 

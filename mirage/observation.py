@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -185,6 +185,21 @@ class ChainState:
     est_start: float = math.nan
     """The scheduler's expected start of a successor submitted now; NaN if unknown."""
 
+    def scaled(self, factor: float) -> ChainState:
+        """The chain on a clock ``factor`` times slower (see ``QueueSnapshot.scaled``)."""
+        if factor == 1.0:
+            return self
+        k = float(factor)
+        return replace(
+            self,
+            now=self.now * k,
+            pred_limit=self.pred_limit * k,
+            pred_submit=self.pred_submit * k,
+            pred_start=self.pred_start * k,
+            succ_limit=self.succ_limit * k,
+            est_start=self.est_start * k,
+        )
+
     @property
     def pred_elapsed(self) -> float:
         return 0.0 if math.isnan(self.pred_start) else max(self.now - self.pred_start, 0.0)
@@ -227,7 +242,14 @@ class ObservationBuilder:
         window: int = WINDOW,
         sample_interval: float = SAMPLE_INTERVAL,
         wait_horizon: float = 86400.0,
+        time_scale: float = 1.0,
     ) -> None:
+        """``time_scale`` k: the snapshots and chains given run on a clock k times faster
+        than the site's the features are for (a time-compressed replay); every time and
+        duration is multiplied by k on the way in, so ``max_limit``, ``sample_interval`` and
+        ``wait_horizon`` are in the site's seconds, as are :meth:`recent_waits`."""
+        if time_scale <= 0 or not math.isfinite(time_scale):
+            raise ValueError(f"time_scale must be positive, got {time_scale}")
         if total_units <= 0:
             raise ValueError(f"total_units must be positive, got {total_units}")
         if max_limit <= 0:
@@ -237,6 +259,7 @@ class ObservationBuilder:
         self.window = int(window)
         self.sample_interval = float(sample_interval)
         self.wait_horizon = float(wait_horizon)
+        self.time_scale = float(time_scale)
         self._count_norm = 1.0 / math.log1p(self.total_units)
         self._wait_norm = 1.0 / math.log1p(self.max_limit / 3600.0)
         self._rows = np.zeros((self.window, N_FEATURES), np.float32)
@@ -352,6 +375,7 @@ class ObservationBuilder:
 
     def push(self, snap: QueueSnapshot) -> np.ndarray:
         """Add one sample to the history; returns its row."""
+        snap = snap.scaled(self.time_scale)
         self._track(snap)
         row = self.queue_features(snap)
         if self._filled < self.window:
@@ -362,8 +386,13 @@ class ObservationBuilder:
             self._rows[-1] = row
         return row
 
+    def site_chain(self, chain: ChainState) -> ChainState:
+        """``chain`` on the site's clock (:attr:`time_scale`), as the features see it."""
+        return chain.scaled(self.time_scale)
+
     def context_row(self, chain: ChainState) -> np.ndarray:
         """The chain's context features, zero-padded to ``N_FEATURES``."""
+        chain = self.site_chain(chain)
         u = 1.0 / self.total_units
         lim = 1.0 / self.max_limit
         started = not math.isnan(chain.pred_start)

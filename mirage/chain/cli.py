@@ -100,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("MIRAGE_AGENTD_URL", ""),
         help="ask this agentd (http://host:port) for decisions",
     )
+    s.add_argument(
+        "--time-scale",
+        type=_positive(float),
+        default=None,
+        metavar="K",
+        help="the cluster replays a site's load K times faster: the policy sees its queue at "
+        "the site's scale, and sample and decision intervals default to the site's / K",
+    )
     for name, kind in (
         ("decision-interval", float),
         ("sample-interval", float),

@@ -45,6 +45,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "retry_timeout": 30.0,
     "agentd_url": "",
     "slurm_conf": "",
+    "time_scale": 1.0,
 }
 
 
@@ -75,7 +76,15 @@ def chain_lock(root: Path, chain_id: str) -> Iterator[None]:
 
 
 def settings_of(stored: dict[str, Any]) -> dict[str, Any]:
-    return {**DEFAULT_SETTINGS, **stored}
+    """The stored settings over the defaults. On a time-compressed cluster (``time_scale``
+    k), sample and decision intervals that were not given are the site's divided by k."""
+    k = float(stored.get("time_scale") or 1.0)
+    scaled = {
+        key: DEFAULT_SETTINGS[key] / k
+        for key in ("sample_interval", "decision_interval")
+        if stored.get(key) is None
+    }
+    return {**DEFAULT_SETTINGS, **scaled, **{k_: v for k_, v in stored.items() if v is not None}}
 
 
 def client_for(settings: dict[str, Any]) -> SlurmClient:
@@ -96,6 +105,7 @@ def _local_service(root: Path, s: dict[str, Any]) -> DecisionService:
         window=int(s["window"]),
         sample_interval=float(s["sample_interval"]),
         path=root / "history.npz",
+        time_scale=float(s["time_scale"]),
     )
     try:
         history.load()

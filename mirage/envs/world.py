@@ -213,12 +213,17 @@ class ChainWorld:
         make_simulator: Callable[[Trace, int, int], Any] = default_simulator,
         seed: int = 0,
         progress: bool = False,
+        time_scale: float = 1.0,
     ) -> None:
+        """``time_scale`` k: the trace is a site's load replayed k times faster (durations
+        divided by k); the agents see it at the site's scale (``max_limit`` is then in the
+        site's seconds, the trace's longest limit times k when not given)."""
         if grid % sample_interval:
             raise ValueError("grid must be a multiple of sample_interval")
         self.trace = trace
         self.total_units = total_units or estimate_total_units(trace)
-        self.max_limit = max_limit or max_limit_of(trace)
+        self.time_scale = float(time_scale)
+        self.max_limit = max_limit or max_limit_of(trace) * self.time_scale
         self.window = window
         self.sample_interval = sample_interval
         self.grid = grid
@@ -232,7 +237,11 @@ class ChainWorld:
 
     def new_builder(self) -> ObservationBuilder:
         return ObservationBuilder(
-            self.total_units, self.max_limit, self.window, self.sample_interval
+            self.total_units,
+            self.max_limit,
+            self.window,
+            self.sample_interval * self.time_scale,
+            time_scale=self.time_scale,
         )
 
     def _prepare(self, progress: bool) -> None:

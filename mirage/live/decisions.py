@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbase.slurm import SlurmClient
+from hpcbase.snapshot import QueueSnapshot
 from mirage.agents import default_model_path, load_policy
 from mirage.agents.common.model_io import ModelError
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
@@ -85,11 +86,26 @@ class DecisionResult:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One event of a :class:`DecisionService`'s journal: a queue sample (``snapshot``) or a
+    decision (the policy spec, the chain as the service got it, the step, the action)."""
+
+    kind: str  # "sample" or "decide"
+    snapshot: QueueSnapshot | None = None
+    spec: str = ""
+    chain: ChainState | None = None
+    step: int = 0
+    action: str = ""
+
+
 class DecisionService:
     """Decides for chains from one :class:`QueueHistory`; loaded policies are cached.
 
     ``allowed``: policy specs this service may load (None: any); agentd sets it so that users
-    cannot make the daemon open arbitrary files.
+    cannot make the daemon open arbitrary files. ``journal``: a list that receives every
+    sample taken and every decision made, in order (:mod:`mirage.live.audit` replays it
+    offline to show that the policy decided on what the simulator's path would feed it).
     """
 
     def __init__(
@@ -97,10 +113,12 @@ class DecisionService:
         history: QueueHistory,
         decision_interval: float,
         allowed: set[str] | None = None,
+        journal: list[JournalEntry] | None = None,
     ) -> None:
         self.history = history
         self.decision_interval = float(decision_interval)
         self.allowed = allowed
+        self.journal = journal
         self._policies: dict[str, tuple[Policy, str]] = {}
         self._lock = threading.Lock()
 
@@ -130,6 +148,8 @@ class DecisionService:
         with self._lock:
             self.history.sample(client, partition)
             self.history.save()
+            if self.journal is not None and self.history.last_snapshot is not None:
+                self.journal.append(JournalEntry("sample", self.history.last_snapshot))
 
     def decide(self, spec: str, chain: ChainState, step: int) -> DecisionResult:
         """Ask the policy about the chain now; WAIT until the history has a sample."""
@@ -165,4 +185,7 @@ class DecisionService:
         inputs["recent_waits_mean_s"] = round(float(waits.mean()), 1) if waits.shape[0] else 0.0
         inputs["queue"] = {k: feats[k] for k in SUMMARY_FEATURES if k in feats}
         inputs["history_samples"] = self.history.samples
-        return DecisionResult(ACTIONS[Decision(decision)], name, now, inputs)
+        result = DecisionResult(ACTIONS[Decision(decision)], name, now, inputs)
+        if self.journal is not None:
+            self.journal.append(JournalEntry("decide", None, spec, chain, step, result.action))
+        return result

@@ -49,13 +49,20 @@ class QueueHistory:
         sample_interval: float = SAMPLE_INTERVAL,
         max_limit: float | None = None,
         path: Path | None = None,
+        time_scale: float = 1.0,
     ) -> None:
+        """``time_scale`` k: the cluster runs a site's load k times faster (a time-compressed
+        replay); samples are taken every ``sample_interval`` seconds of this cluster's clock
+        and the features see the site's scale (``max_limit``, when given, in site seconds;
+        a partition's MaxTime is multiplied by k)."""
+        self.time_scale = float(time_scale)
         self.window = int(window)
         self.sample_interval = float(sample_interval)
         self.max_limit_override = max_limit
         self.path = path
         self.builder: ObservationBuilder | None = None
         self.last_sample = math.nan
+        self.last_snapshot: QueueSnapshot | None = None
         self.samples = 0
 
     # ---- sampling ------------------------------------------------------------------------
@@ -71,7 +78,11 @@ class QueueHistory:
                     max_limit,
                 )
             self.builder = ObservationBuilder(
-                total_units, max_limit, window=self.window, sample_interval=self.sample_interval
+                total_units,
+                max_limit,
+                window=self.window,
+                sample_interval=self.sample_interval * self.time_scale,
+                time_scale=self.time_scale,
             )
             self.samples = 0
         assert self.builder is not None
@@ -81,6 +92,7 @@ class QueueHistory:
         """Add one snapshot; returns its feature row."""
         row = self._ensure_builder(snap.total_units, max_limit).push(snap)
         self.last_sample = snap.time
+        self.last_snapshot = snap
         self.samples += 1
         return row
 
@@ -93,7 +105,7 @@ class QueueHistory:
         """Take one sample from Slurm now (raises :class:`SlurmError` when it cannot)."""
         part = client.partition(partition)
         max_limit = self.max_limit_override or (
-            float(part.max_time) if part.max_time else DEFAULT_MAX_LIMIT
+            float(part.max_time) * self.time_scale if part.max_time else DEFAULT_MAX_LIMIT
         )
         snap = client.snapshot(partition, max_age=min(self.sample_interval / 2, 60.0))
         return self.push(snap, max_limit)
@@ -127,7 +139,8 @@ class QueueHistory:
                 total_units=b.total_units,
                 max_limit=b.max_limit,
                 window=b.window,
-                sample_interval=b.sample_interval,
+                sample_interval=self.sample_interval,
+                time_scale=self.time_scale,
                 last_sample=self.last_sample,
                 samples=self.samples,
                 **{f.name: getattr(st, f.name) for f in fields(BuilderState)},
@@ -154,21 +167,30 @@ class QueueHistory:
         elif version != _VERSION:
             log.warning("%s: history of another format version: ignored", path)
             return False
-        if int(d["window"]) != self.window or float(d["sample_interval"]) != self.sample_interval:
+        scale = float(d.get("time_scale", 1.0))
+        if (
+            int(d["window"]) != self.window
+            or float(d["sample_interval"]) != self.sample_interval
+            or scale != self.time_scale
+        ):
             log.warning(
-                "%s: history has window %d / interval %g s, config wants %d / %g: ignored",
+                "%s: history has window %d / interval %g s / time scale %g, config wants "
+                "%d / %g / %g: ignored",
                 path,
                 int(d["window"]),
                 float(d["sample_interval"]),
+                scale,
                 self.window,
                 self.sample_interval,
+                self.time_scale,
             )
             return False
         b = ObservationBuilder(
             int(d["total_units"]),
             float(d["max_limit"]),
             window=self.window,
-            sample_interval=self.sample_interval,
+            sample_interval=self.sample_interval * self.time_scale,
+            time_scale=self.time_scale,
         )
         state = {f.name: d[f.name] for f in fields(BuilderState)}
         state.update(

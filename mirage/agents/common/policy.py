@@ -59,12 +59,14 @@ class DecisionContext:
         what_if: Callable[[int], float] | None = None,
     ) -> DecisionContext:
         """The context for ``chain`` from a builder fed with the queue samples so far (the
-        live-cluster path: push a ``QueueSnapshot`` every sample interval, then call this)."""
+        live-cluster path: push a ``QueueSnapshot`` every sample interval, then call this).
+        ``chain`` and ``decision_interval`` are on the snapshots' clock; the context is on the
+        site's (the builder's ``time_scale``), as the observation is."""
         return cls(
-            chain=chain,
+            chain=builder.site_chain(chain),
             obs=builder.observe(chain),
             recent_waits=builder.recent_waits(),
-            decision_interval=decision_interval,
+            decision_interval=decision_interval * builder.time_scale,
             step=step,
             estimate_start=estimate_start,
             what_if=what_if,

@@ -14,7 +14,7 @@ from typing import Any
 
 from themis.iosim.model import MiB, ServerSpec, SimJob
 from themis.iosim.sync import GlobalFairness
-from themis.sched import Policy, Request, Scheduler
+from themis.sched import Policy, ReferenceScheduler, Request, Scheduler
 
 DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE, STOP = range(8)
 _LAST = 1 << 62  # the STOP sentinel's seq: after every real event at the same time
@@ -161,7 +161,8 @@ class IOSim:
     ``delta`` is the interval (simulated s) at which servers exchange per-job usage and adjust
     their lottery/SFQ weights toward global fairness (None: never).  ``window`` is the width of
     the throughput-sampling windows.  Other dispatcher options (TBF ``rate``, GIFT
-    ``capacity``...) go in ``dispatcher_options``.
+    ``capacity``...) go in ``dispatcher_options``.  ``reference`` runs every server on the
+    pure-Python reference scheduler instead of the compiled core (for comparisons).
     """
 
     def __init__(
@@ -177,6 +178,7 @@ class IOSim:
         chunk_bytes: int = MiB,
         min_charge: int = 4096,
         dispatcher_options: Mapping[str, Any] | None = None,
+        reference: bool = False,
     ) -> None:
         self.spec = servers
         self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
@@ -186,10 +188,11 @@ class IOSim:
         self.window = window
         self.now = 0.0
         opts = dict(dispatcher_options or {})
+        make: Callable[..., Any] = ReferenceScheduler if reference else Scheduler
         self.servers = [
             _Server(
                 i,
-                Scheduler(
+                make(
                     self.policy,
                     dispatcher,
                     seed=seed * 7919 + i,

@@ -8,7 +8,7 @@ from themis.sched.items import Chunk, Request
 from themis.sched.policy import POLICIES, Policy, PolicyError, load_policy
 from themis.sched.reference import ReferenceScheduler
 from themis.sched.registry import DISPATCHERS, make_dispatcher
-from themis.sched.scheduler import Scheduler, core_api
+from themis.sched.scheduler import Scheduler, SimLoop, core_api
 from themis.sched.stats import JobStats, MiB, SchedStats
 from themis.sched.tags import JobTag
 from themis.sched.throttle import GiftDispatcher, TbfDispatcher
@@ -31,6 +31,7 @@ __all__ = [
     "SchedStats",
     "Scheduler",
     "SfqDispatcher",
+    "SimLoop",
     "TbfDispatcher",
     "core_api",
     "load_policy",

@@ -310,6 +310,7 @@ typedef struct {
     uint32_t gen;
     int state;
     int64_t next_free;
+    int64_t ud; /* the simulator loop: its request id */
 } chunk_t;
 
 typedef struct {
@@ -1882,6 +1883,8 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
+#include "_simloop.c" /* the simulator's event loop, over the functions above */
+
 static PyMethodDef mod_methods[] = {
     {"stress", mod_stress, METH_VARARGS,
      "stress(sched, [(job, nbytes), ...], seconds, hold_s) -> [(count, err)]: one pthread per "
@@ -1894,12 +1897,17 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_core", "The compile
                                     mod_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&CoreType) < 0) return NULL;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&SimLoopType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     state_str = PyUnicode_InternFromString("state");
     dispatched_obj = PyLong_FromLong(1); /* themis.sched.items.DISPATCHED */
     Py_INCREF(&CoreType);
+    Py_INCREF(&SimLoopType);
+    if (PyModule_AddObject(m, "SimLoop", (PyObject *)&SimLoopType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     if (!state_str || !dispatched_obj || PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0 ||
         PyModule_AddObject(m, "_C_API", PyCapsule_New(&the_api, THEMIS_CORE_CAPSULE, NULL)) < 0 ||
         PyModule_AddIntConstant(m, "API_VERSION", THEMIS_CORE_API_VERSION) < 0) {

@@ -56,3 +56,28 @@ def stress(
     sched: object, spec: list[tuple[int, int]], seconds: float, hold_s: float, /
 ) -> list[tuple[int, int]]: ...
 def mt_draws(seed: int, n: int, /) -> list[float]: ...
+
+class SimLoop:
+    seq: int
+    pending: int
+    chunks: int
+    def __init__(
+        self,
+        schedulers: list[Any],
+        channels: int,
+        overhead: float,
+        inv_bw: float,
+        inv_win: float,
+        nwin: int,
+        timed: bool,
+        jobs: list[tuple[Any, ...]],
+        /,
+    ) -> None: ...
+    def run(self, next_report: float, /) -> tuple[int, float]: ...
+    def push(self, t: float, kind: int, a: int = 0, seq: int = -1, /) -> None: ...
+    def usage(self) -> list[tuple[int, int]]: ...
+    def results(
+        self,
+    ) -> list[
+        tuple[int, int, float, list[int], list[tuple[float, float]], list[tuple[float, float]]]
+    ]: ...

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from themis.sched._core import _C_API, Core
+from themis.sched._core import _C_API, Core, SimLoop
 from themis.sched.dispatch import Dispatcher, FifoDispatcher, LotteryDispatcher, SfqDispatcher
 from themis.sched.items import CANCELLED, DISPATCHED, DONE, QUEUED, Chunk, Request
 from themis.sched.policy import Policy
@@ -22,7 +22,7 @@ from themis.sched.stats import JobStats, MiB, SchedStats
 from themis.sched.tags import JobTag
 from themis.sched.throttle import GiftDispatcher, TbfDispatcher
 
-__all__ = ["JobStats", "MiB", "SchedStats", "Scheduler", "core_api"]
+__all__ = ["JobStats", "MiB", "SchedStats", "Scheduler", "SimLoop", "core_api"]
 
 _COMPILED = (FifoDispatcher, LotteryDispatcher, SfqDispatcher, TbfDispatcher, GiftDispatcher)
 _KIND = {"fifo": 0, "lottery": 1, "sfq": 2, "tbf": 3, "gift": 4}
@@ -35,13 +35,33 @@ def core_api() -> object:
 
 
 class _Job:
-    """A job known to the core: its tag and its handle there."""
+    """A job known to the core: its tag, its handle there, and its tree path."""
 
-    __slots__ = ("tag", "handle")
+    __slots__ = ("tag", "handle", "path")
 
-    def __init__(self, tag: JobTag, handle: int) -> None:
+    def __init__(self, tag: JobTag, handle: int, path: tuple[str, ...]) -> None:
         self.tag = tag
         self.handle = handle
+        self.path = path
+
+
+# per boosts mapping (callers pass a fresh one each time, e.g. the simulator to all its
+# servers): each tree path's boosts from the root down, computed once for every scheduler
+_boost_memo: tuple[Mapping[tuple[str, ...], float] | None, dict[tuple[str, ...], tuple[float, ...]]]
+_boost_memo = (None, {})
+
+
+def _boost_vector(
+    boosts: Mapping[tuple[str, ...], float], path: tuple[str, ...]
+) -> tuple[float, ...]:
+    global _boost_memo
+    if _boost_memo[0] is not boosts:
+        _boost_memo = (boosts, {})
+    memo = _boost_memo[1]
+    vec = memo.get(path)
+    if vec is None:
+        vec = memo[path] = tuple(boosts.get(path[: i + 1], 1.0) for i in range(len(path)))
+    return vec
 
 
 def _config(disp: Dispatcher, nlev: int) -> tuple[int, int, int, float, float, float, float, float]:
@@ -171,7 +191,7 @@ class Scheduler:
         bases = tuple(policy.node_weight(lv, tag) for lv in policy.levels) + (
             policy.leaf_weight(tag),
         )
-        boosts = tuple(self._boosts.get(path[: i + 1], 1.0) for i in range(len(path)))
+        boosts = _boost_vector(self._boosts, path)
         disp = self._disp
         rate = (
             float(disp.rates.get(tag.job_id, disp.rate)) if isinstance(disp, TbfDispatcher) else 0.0
@@ -183,10 +203,11 @@ class Scheduler:
         job = self._jobs.get(tag.job_id)
         if job is None:
             self._reap()
-            job = _Job(tag, self.core.add_job(*self._desc(tag)))
+            job = _Job(tag, self.core.add_job(*self._desc(tag)), self.policy.path(tag))
             self._jobs[tag.job_id] = self._handles[job.handle] = job
         elif job.tag is not tag and job.tag != tag:
             job.tag = tag  # the job's description changed (e.g. resize): only new nodes
+            job.path = self.policy.path(tag)
             self.core.set_job(job.handle, *self._desc(tag))
         return job
 
@@ -288,6 +309,7 @@ class Scheduler:
         core = self.core
         core.configure(_config(disp, len(policy.levels)))
         for job in self._jobs.values():
+            job.path = policy.path(job.tag)
             core.set_job(job.handle, *self._desc(job.tag))
         core.reload(self.clock() if self._timed else 0.0)
 
@@ -298,13 +320,8 @@ class Scheduler:
             return
         self._boosts = boosts
         self._reap()
-        path = self.policy.path
         self.core.set_boosts(
-            [
-                (job.handle, tuple(boosts.get(p[: i + 1], 1.0) for i in range(len(p))))
-                for job in self._jobs.values()
-                for p in (path(job.tag),)
-            ]
+            [(job.handle, _boost_vector(boosts, job.path)) for job in self._jobs.values()]
         )
 
     def forget(self, job_id: str) -> None:

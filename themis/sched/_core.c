@@ -348,6 +348,7 @@ typedef struct {
     int64_t keys[MAXLEV];
     double base[MAXLEV + 1], boost[MAXLEV + 1];
     double rate; /* TBF: this job's rate */
+    PyObject *path; /* the job's policy path (a reference): its key in set_boosts' mapping */
     ring_t q;
     uint64_t qbytes, bytes, ops, winbytes;
     int32_t inflight;
@@ -1265,7 +1266,10 @@ static void Core_dealloc(CoreObject *self) {
         PyObject *o = (PyObject *)(intptr_t)ring_pop(&c->ready);
         Py_DECREF(o);
     }
-    for (int32_t h = 0; h < c->njobs; h++) free(c->jobs[h].q.ids);
+    for (int32_t h = 0; h < c->njobs; h++) {
+        free(c->jobs[h].q.ids);
+        Py_XDECREF(c->jobs[h].path);
+    }
     if (c->root) {
         node_free(c->root);
         pthread_mutex_destroy(&c->mu);
@@ -1298,7 +1302,8 @@ static int parse_doubles(PyObject *seq, double *out, int n, const char *what) {
 }
 
 /* set a job's path keys, base weights and boosts (one per level, leaf last) and TBF rate */
-static int set_job_desc(ts_core *c, int32_t h, PyObject *keys, PyObject *bases, PyObject *boosts, double rate) {
+static int set_job_desc(ts_core *c, int32_t h, PyObject *keys, PyObject *bases, PyObject *boosts, double rate,
+                        PyObject *path) {
     job_t *j = &c->jobs[h];
     if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != c->nlev) {
         PyErr_SetString(PyExc_ValueError, "keys: one per internal tree level");
@@ -1312,14 +1317,16 @@ static int set_job_desc(ts_core *c, int32_t h, PyObject *keys, PyObject *bases, 
         return -1;
     j->nlev = c->nlev;
     j->rate = rate;
+    Py_INCREF(path);
+    Py_XSETREF(j->path, path);
     return 0;
 }
 
 static PyObject *Core_add_job(CoreObject *self, PyObject *args) {
     ts_core *c = &self->core;
-    PyObject *keys, *bases, *boosts;
+    PyObject *keys, *bases, *boosts, *path;
     double rate;
-    if (!PyArg_ParseTuple(args, "OOOd", &keys, &bases, &boosts, &rate)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOdO", &keys, &bases, &boosts, &rate, &path)) return NULL;
     LOCK(c);
     int32_t h;
     if (c->nfreejobs) {
@@ -1345,13 +1352,14 @@ static PyObject *Core_add_job(CoreObject *self, PyObject *args) {
     job_t *j = &c->jobs[h];
     ring_t q = j->q;
     uint64_t bgen = j->bgen + 1;
+    Py_CLEAR(j->path);
     memset(j, 0, sizeof(job_t));
     j->q = q;
     j->q.len = j->q.head = 0;
     j->bgen = bgen;
     j->serial = c->serial++;
     j->state = J_LIVE;
-    if (set_job_desc(c, h, keys, bases, boosts, rate)) {
+    if (set_job_desc(c, h, keys, bases, boosts, rate, path)) {
         j->state = J_FREE;
         c->freejobs[c->nfreejobs++] = h;
         UNLOCK(c);
@@ -1372,11 +1380,11 @@ static int check_job(ts_core *c, int32_t h) {
 static PyObject *Core_set_job(CoreObject *self, PyObject *args) {
     ts_core *c = &self->core;
     int h;
-    PyObject *keys, *bases, *boosts;
+    PyObject *keys, *bases, *boosts, *path;
     double rate;
-    if (!PyArg_ParseTuple(args, "iOOOd", &h, &keys, &bases, &boosts, &rate)) return NULL;
+    if (!PyArg_ParseTuple(args, "iOOOdO", &h, &keys, &bases, &boosts, &rate, &path)) return NULL;
     LOCK(c);
-    int rc = check_job(c, h) || set_job_desc(c, h, keys, bases, boosts, rate);
+    int rc = check_job(c, h) || set_job_desc(c, h, keys, bases, boosts, rate, path);
     UNLOCK(c);
     if (rc) return NULL;
     Py_RETURN_NONE;
@@ -1558,6 +1566,7 @@ static PyObject *Core_reap(CoreObject *self, PyObject *Py_UNUSED(ignored)) {
         for (int32_t i = 0; i < c->ndead; i++) {
             int32_t h = c->dead[i];
             c->jobs[h].state = J_FREE;
+            Py_CLEAR(c->jobs[h].path);
             c->freejobs[c->nfreejobs++] = h;
             PyList_SET_ITEM(out, i, PyLong_FromLong(h));
         }
@@ -1598,36 +1607,51 @@ static void boost_reset(node *n) {
         }
 }
 
+/* set_boosts(vectors) -> missing: ``vectors`` maps a job's path to its boosts per level (leaf
+ * last); the handles of live jobs whose path it lacks are returned and nothing changes, else
+ * every job takes its boosts and the tree its new weights, and [] is returned */
 static PyObject *Core_set_boosts(CoreObject *self, PyObject *arg) {
     ts_core *c = &self->core;
-    if (!PyList_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "a list of (job, boosts)");
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "a dict {path: boosts}");
         return NULL;
     }
+    PyObject *missing = PyList_New(0);
+    if (!missing) return NULL;
     LOCK(c);
     int fail = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arg) && !fail; i++) {
-        int h;
-        PyObject *boosts;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(arg, i), "iO", &h, &boosts) || check_job(c, h)) {
-            fail = 1;
-            break;
+    for (int32_t h = 0; h < c->njobs && !fail; h++) {
+        job_t *j = &c->jobs[h];
+        if (j->state != J_LIVE) continue;
+        PyObject *vec = PyDict_GetItemWithError(arg, j->path);
+        if (!vec) {
+            PyObject *n = PyErr_Occurred() ? NULL : PyLong_FromLong(h);
+            fail = !n || PyList_Append(missing, n);
+            Py_XDECREF(n);
         }
-        fail = parse_doubles(boosts, c->jobs[h].boost, c->nlev + 1, "boosts");
     }
-    if (!fail) {
-        boost_reset(c->root);
-        for (int32_t h = 0; h < c->njobs; h++) {
+    if (!fail && !PyList_GET_SIZE(missing)) {
+        for (int32_t h = 0; h < c->njobs && !fail; h++) {
             job_t *j = &c->jobs[h];
-            if (j->state != J_LIVE || !j->leaf) continue;
-            node *n = j->leaf;
-            for (int lv = c->nlev; lv >= 0 && n; lv--, n = n->parent) n->nboost = j->boost[lv];
+            if (j->state == J_LIVE) fail = parse_doubles(PyDict_GetItem(arg, j->path), j->boost, c->nlev + 1, "boosts");
         }
-        boost_walk(c->root, c->kind == D_LOTTERY);
+        if (!fail) {
+            boost_reset(c->root);
+            for (int32_t h = 0; h < c->njobs; h++) {
+                job_t *j = &c->jobs[h];
+                if (j->state != J_LIVE || !j->leaf) continue;
+                node *n = j->leaf;
+                for (int lv = c->nlev; lv >= 0 && n; lv--, n = n->parent) n->nboost = j->boost[lv];
+            }
+            boost_walk(c->root, c->kind == D_LOTTERY);
+        }
     }
     UNLOCK(c);
-    if (fail) return NULL;
-    Py_RETURN_NONE;
+    if (fail) {
+        Py_DECREF(missing);
+        return NULL;
+    }
+    return missing;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -1856,7 +1880,7 @@ static PyMethodDef Core_methods[] = {
     {"wakeup", (PyCFunction)Core_wakeup, METH_O, "wakeup(now) -> float | None"},
     {"forget", (PyCFunction)Core_forget, METH_O, "forget(job)"},
     {"reap", (PyCFunction)Core_reap, METH_NOARGS, "reap() -> handles of dropped jobs, now free"},
-    {"set_boosts", (PyCFunction)Core_set_boosts, METH_O, "set_boosts([(job, boosts), ...])"},
+    {"set_boosts", (PyCFunction)Core_set_boosts, METH_O, "set_boosts({path: boosts}) -> missing job handles"},
     {"configure", (PyCFunction)Core_configure, METH_O, "configure(config)"},
     {"reload", (PyCFunction)Core_reload, METH_O, "reload(now)"},
     {"stats", (PyCFunction)Core_stats, METH_NOARGS, "stats() -> tuple"},

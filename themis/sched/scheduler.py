@@ -51,13 +51,20 @@ _boost_memo: tuple[Mapping[tuple[str, ...], float] | None, dict[tuple[str, ...],
 _boost_memo = (None, {})
 
 
-def _boost_vector(
-    boosts: Mapping[tuple[str, ...], float], path: tuple[str, ...]
-) -> tuple[float, ...]:
+def _boost_vectors(
+    boosts: Mapping[tuple[str, ...], float],
+) -> dict[tuple[str, ...], tuple[float, ...]]:
+    """The memo of path -> boosts per level for this mapping."""
     global _boost_memo
     if _boost_memo[0] is not boosts:
         _boost_memo = (boosts, {})
-    memo = _boost_memo[1]
+    return _boost_memo[1]
+
+
+def _boost_vector(
+    boosts: Mapping[tuple[str, ...], float], path: tuple[str, ...]
+) -> tuple[float, ...]:
+    memo = _boost_vectors(boosts)
     vec = memo.get(path)
     if vec is None:
         vec = memo[path] = tuple(boosts.get(path[: i + 1], 1.0) for i in range(len(path)))
@@ -183,8 +190,9 @@ class Scheduler:
     # -- jobs -------------------------------------------------------------------------------
     def _desc(
         self, tag: JobTag
-    ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], float]:
-        """The job's tree path (interned keys), base weights and boosts per level, TBF rate."""
+    ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], float, tuple[str, ...]]:
+        """The job's tree path (interned keys), base weights and boosts per level, TBF rate,
+        and the path itself."""
         policy, keys = self.policy, self._keys
         path = policy.path(tag)
         ids = tuple(keys.setdefault(k, len(keys)) for k in path[:-1])
@@ -196,14 +204,15 @@ class Scheduler:
         rate = (
             float(disp.rates.get(tag.job_id, disp.rate)) if isinstance(disp, TbfDispatcher) else 0.0
         )
-        return ids, bases, boosts, rate
+        return ids, bases, boosts, rate, path
 
     def _job(self, tag: JobTag) -> _Job:
         """The job's record, registering it with the core (or updating its tag) if needed."""
         job = self._jobs.get(tag.job_id)
         if job is None:
             self._reap()
-            job = _Job(tag, self.core.add_job(*self._desc(tag)), self.policy.path(tag))
+            desc = self._desc(tag)
+            job = _Job(tag, self.core.add_job(*desc), desc[4])
             self._jobs[tag.job_id] = self._handles[job.handle] = job
         elif job.tag is not tag and job.tag != tag:
             job.tag = tag  # the job's description changed (e.g. resize): only new nodes
@@ -320,9 +329,10 @@ class Scheduler:
             return
         self._boosts = boosts
         self._reap()
-        self.core.set_boosts(
-            [(job.handle, _boost_vector(boosts, job.path)) for job in self._jobs.values()]
-        )
+        vectors = _boost_vectors(boosts)
+        while missing := self.core.set_boosts(vectors):  # once per path, for every scheduler
+            for handle in missing:
+                _boost_vector(boosts, self._handles[handle].path)
 
     def forget(self, job_id: str) -> None:
         """Drop a finished job's state now, or once its queued/in-flight chunks are through."""

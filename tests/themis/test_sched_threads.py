@@ -81,3 +81,34 @@ def test_a_forgotten_job_handle_is_refused():
     assert s.job_handle(A) >= 0  # a fresh registration
     res = _core.stress(s, [(h + 1000, 4096)], 0.05, 0.0)
     assert res[0][1] < 0  # -ESRCH
+
+
+def test_control_calls_from_python_while_threads_run():
+    """set_policy, set_boosts, stats, max_inflight and other jobs' forget, live: no deadlock,
+    nothing lost."""
+    s = Scheduler("size-fair", "lottery", max_inflight=2)
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(run(s, 3, seconds=0.5)))
+    t.start()
+    policies = [("user-fair", "sfq"), ("size-fair", "lottery"), ("job-fair", "fifo")]
+    i = 0
+    while t.is_alive():
+        policy, disp = policies[i % 3]
+        s.set_policy(policy, disp)
+        s.set_boosts({s.policy.path(A): 2.0})
+        s.max_inflight = 1 + i % 3
+        other = JobTag(f"x{i}", "u9", "g", 1)
+        req = s.submit(other, 10)
+        while req.state == QUEUED:  # a Python request among the threads' chunks
+            for c in s.take():
+                s.done(c)
+            time.sleep(1e-4)
+        s.forget(other.job_id)
+        assert s.stats().inflight <= 3
+        i += 1
+        time.sleep(0.005)
+    t.join()
+    a, b = out[0]
+    assert a > 10 and b > 10 and i > 5
+    st = s.stats()
+    assert st.inflight == 0 and st.queued_chunks == 0

@@ -343,17 +343,20 @@ static inline int64_t ring_pop(ring_t *r) {
 }
 
 typedef struct {
-    int state, retired, nlev;
+    /* the hot path's fields first: one cache line */
+    ring_t q;
+    int32_t inflight;
+    int state, retired;
+    uint64_t qbytes, bytes, ops;
+    node *leaf;
+    uint64_t winbytes;
+    double wait_s;
+    int nlev;
     int64_t serial;
     int64_t keys[MAXLEV];
     double base[MAXLEV + 1], boost[MAXLEV + 1];
-    double rate; /* TBF: this job's rate */
+    double rate;    /* TBF: this job's rate */
     PyObject *path; /* the job's policy path (a reference): its key in set_boosts' mapping */
-    ring_t q;
-    uint64_t qbytes, bytes, ops, winbytes;
-    int32_t inflight;
-    double wait_s;
-    node *leaf;
     /* TBF / GIFT bucket */
     int hasb, gnew;
     double tokens, last, brate, coupons;

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from themis.sched import POLICIES, JobTag, ReferenceScheduler, Scheduler
+from themis.sched import POLICIES, JobTag, ReferenceScheduler, Scheduler, make_dispatcher
 from themis.sched.items import DISPATCHED
+from themis.sched.ratecap import RateCapDispatcher
 
 USERS = ["u0", "u1", "u2"]
 GROUPS = ["g0", "g1"]
@@ -93,7 +94,47 @@ def test_core_and_reference_make_the_same_decisions(policy, dispatcher, seed, in
     kw.update(OPTIONS[dispatcher])
     ref = ReferenceScheduler(policy, dispatcher, **kw)
     core = Scheduler(policy, dispatcher, **kw)
+    replay(ref, core, clock, script, None if OPTIONS[dispatcher] else dispatcher)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    policy=st.sampled_from(sorted(set(POLICIES) - {"fifo"})),
+    inner=st.sampled_from(["lottery", "sfq"]),
+    seed=st.integers(0, 2**40),
+    inflight=st.integers(1, 4),
+    burst_s=st.sampled_from([0.01, 0.5]),
+    script=st.lists(
+        st.one_of(
+            ops,
+            st.tuples(
+                st.just("rates"),
+                st.dictionaries(st.integers(0, 5), st.sampled_from([0.0, 1000.0, 5000.0, 2e4])),
+            ),
+            st.tuples(st.just("held")),
+        ),
+        max_size=80,
+    ),
+)
+def test_rate_caps_make_the_same_decisions(policy, inner, seed, inflight, burst_s, script):
+    """Cluster mode's rate caps (RateCapDispatcher around lottery/SFQ), run by the core."""
+    clock = Clock()
+
+    def capped() -> RateCapDispatcher:
+        return RateCapDispatcher(make_dispatcher(inner, seed=seed), burst_s=burst_s)
+
+    kw = dict(max_inflight=inflight, chunk_bytes=4096, window=8, clock=clock)
+    ref = ReferenceScheduler(policy, capped(), **kw)
+    core = Scheduler(policy, capped(), **kw)
+    assert isinstance(core, Scheduler)
+    replay(ref, core, clock, script, capped)
+
+
+def replay(ref: Any, core: Any, clock: Clock, script: list, switch: Any) -> None:  # noqa: C901
+    """Run the script on both; ``switch``: the dispatcher set_policy may change to (a name, a
+    factory of fresh dispatcher objects, or None: keep)."""
     nodes = {i: 1 + i % 4 for i in range(6)}
+    rates: dict[str, float] = {}
     reqs: list[tuple[Any, Any]] = []
     running: list[tuple[Any, Any]] = []
     for op in script:
@@ -121,10 +162,24 @@ def test_core_and_reference_make_the_same_decisions(policy, dispatcher, seed, in
             boosts = {ref.policy.path(tag(i, nodes[i])): b for i, b in op[1].items()}
             ref.set_boosts(boosts)
             core.set_boosts(boosts)
+        elif op[0] == "policy" and callable(switch):  # fresh rate-cap objects, as a reload
+            if op[1] == "fifo":  # the fifo policy takes no caps
+                continue
+            ref.set_policy(op[1], switch())
+            core.set_policy(op[1], switch())
+            for sched in (ref, core):
+                sched.dispatcher.set_rates(rates, clock.t)
         elif op[0] == "policy":
-            other = op[2] if not OPTIONS[dispatcher] and not OPTIONS.get(op[2] or "") else None
+            other = op[2] if switch and not OPTIONS.get(op[2] or "") else None
             ref.set_policy(op[1], other)
             core.set_policy(op[1], other)
+        elif op[0] == "rates":
+            rates = {f"j{i}": r for i, r in op[1].items()}
+            ref.dispatcher.set_rates(rates, clock.t)
+            core.dispatcher.set_rates(rates, clock.t)
+        elif op[0] == "held":
+            live = set(ref.stats().jobs)
+            assert ref.dispatcher.take_held() & live == core.dispatcher.take_held()
         elif op[0] == "resize":
             nodes[op[1]] = op[2]
         assert ref.wakeup_time() == core.wakeup_time()

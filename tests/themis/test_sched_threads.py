@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from themis.sched import JobTag, Scheduler, _core, core_api
+from themis.sched import JobTag, Scheduler, _core, core_api, make_dispatcher
 from themis.sched.items import QUEUED
+from themis.sched.ratecap import RateCapDispatcher
 
 A = JobTag("a", "u1", "g", 1)
 B = JobTag("b", "u2", "g", 4)
@@ -112,3 +113,13 @@ def test_control_calls_from_python_while_threads_run():
     assert a > 10 and b > 10 and i > 5
     st = s.stats()
     assert st.inflight == 0 and st.queued_chunks == 0
+
+
+def test_rate_caps_hold_back_threads_too():
+    """Cluster mode: a capped job's threads get its cap, the other job the rest."""
+    disp = RateCapDispatcher(make_dispatcher("lottery"), burst_s=0.01)
+    s = Scheduler("job-fair", disp, max_inflight=2)
+    disp.set_rates({"a": 2e6}, time.monotonic())  # about 244 chunks of 4 KiB in 0.5 s
+    a, b = run(s, 3, seconds=0.5)
+    assert 150 < a < 300 and b > a
+    assert "a" in disp.take_held()

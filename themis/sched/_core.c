@@ -361,6 +361,11 @@ typedef struct {
     int hasb, gnew;
     double tokens, last, brate, coupons;
     uint64_t bgen;
+    /* rate cap: crate > 0 names a rate; ccap: the cap exists (RateCapDispatcher._caps) */
+    double crate, ctokens, clast;
+    int ccap, cheld, cheld_since;
+    uint64_t cgen;
+    int64_t corder;
 } job_t;
 
 typedef struct {
@@ -369,6 +374,11 @@ typedef struct {
     uint64_t gen;
     int32_t job;
 } tent;
+
+typedef struct {
+    tent *e;
+    int len, cap;
+} theap_t; /* a min-heap of (ready, seq): TBF's eligible times, rate caps' release times */
 
 struct ts_core {
     pthread_mutex_t mu;
@@ -395,8 +405,12 @@ struct ts_core {
     int64_t hseq;
     /* tbf */
     double tbf_rate, tbf_burst;
-    tent *theap;
-    int tlen, tcap;
+    theap_t theap;
+    /* rate caps around lottery/SFQ (cluster mode) */
+    int capped;
+    double cap_burst_s;
+    theap_t cheap;
+    int64_t cseq, corder;
     /* gift */
     double gift_capacity, gift_burst_s, gift_coupon_s;
     int32_t *gactive;
@@ -621,28 +635,28 @@ static int tless(const tent *a, const tent *b) {
     return a->ready < b->ready || (a->ready == b->ready && a->seq < b->seq);
 }
 
-static int tpush(ts_core *c, tent e) {
-    if (c->tlen == c->tcap) {
-        int nc = c->tcap ? c->tcap * 2 : 16;
-        tent *g = realloc(c->theap, sizeof(tent) * (size_t)nc);
+static int tpush(theap_t *q, tent e) {
+    if (q->len == q->cap) {
+        int nc = q->cap ? q->cap * 2 : 16;
+        tent *g = realloc(q->e, sizeof(tent) * (size_t)nc);
         if (!g) return -1;
-        c->theap = g;
-        c->tcap = nc;
+        q->e = g;
+        q->cap = nc;
     }
-    int i = c->tlen++;
+    int i = q->len++;
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (!tless(&e, &c->theap[p])) break;
-        c->theap[i] = c->theap[p];
+        if (!tless(&e, &q->e[p])) break;
+        q->e[i] = q->e[p];
         i = p;
     }
-    c->theap[i] = e;
+    q->e[i] = e;
     return 0;
 }
 
-static void tpop(ts_core *c) {
-    tent *h = c->theap;
-    int len = --c->tlen;
+static void tpop(theap_t *q) {
+    tent *h = q->e;
+    int len = --q->len;
     if (!len) return;
     tent x = h[len];
     int i = 0;
@@ -664,7 +678,7 @@ static int tbf_push(ts_core *c, int32_t h, double now) {
     double need = minf(next_nbytes(c, j), c->tbf_burst);
     double ready = j->tokens + EPS >= need ? now : now + (need - j->tokens) / j->brate;
     tent e = {ready, c->hseq++, j->bgen, h};
-    return tpush(c, e);
+    return tpush(&c->theap, e);
 }
 
 static int tbf_activate(ts_core *c, int32_t h, double now) {
@@ -681,11 +695,11 @@ static int tbf_activate(ts_core *c, int32_t h, double now) {
 }
 
 static tent *tbf_top(ts_core *c) {
-    while (c->tlen) {
-        tent *t = &c->theap[0];
+    while (c->theap.len) {
+        tent *t = &c->theap.e[0];
         job_t *j = &c->jobs[t->job];
         if (j->state == J_LIVE && j->hasb && t->gen == j->bgen) return t;
-        tpop(c);
+        tpop(&c->theap);
     }
     return NULL;
 }
@@ -694,7 +708,7 @@ static int32_t tbf_pick(ts_core *c, double now) {
     tent *t = tbf_top(c);
     if (!t || t->ready > now + SLACK) return -1;
     int32_t h = t->job;
-    tpop(c);
+    tpop(&c->theap);
     return h;
 }
 
@@ -881,7 +895,7 @@ static int disp_has_state(ts_core *c, job_t *j) {
     }
 }
 
-static int disp_activate(ts_core *c, int32_t h, double now) {
+static int inner_activate(ts_core *c, int32_t h, double now) {
     switch (c->kind) {
     case D_LOTTERY:
         return lottery_activate(c, h);
@@ -896,7 +910,7 @@ static int disp_activate(ts_core *c, int32_t h, double now) {
     }
 }
 
-static int disp_deactivate(ts_core *c, int32_t h, double now) {
+static int inner_deactivate(ts_core *c, int32_t h, double now) {
     switch (c->kind) {
     case D_LOTTERY:
         lottery_deactivate(c, h);
@@ -914,7 +928,7 @@ static int disp_deactivate(ts_core *c, int32_t h, double now) {
     }
 }
 
-static int32_t disp_pick(ts_core *c, double now, int *err) {
+static int32_t inner_pick(ts_core *c, double now, int *err) {
     switch (c->kind) {
     case D_LOTTERY:
         return lottery_pick(c);
@@ -935,7 +949,7 @@ static int32_t disp_pick(ts_core *c, double now, int *err) {
     }
 }
 
-static int disp_served(ts_core *c, int32_t h, double nbytes, int active, double now) {
+static int inner_served(ts_core *c, int32_t h, double nbytes, int active, double now) {
     switch (c->kind) {
     case D_LOTTERY:
         if (!active) lottery_deactivate(c, h);
@@ -957,8 +971,116 @@ static int disp_served(ts_core *c, int32_t h, double nbytes, int active, double 
     }
 }
 
+static double inner_wakeup(ts_core *c, double now) {
+    if (c->kind == D_TBF) {
+        tent *t = tbf_top(c);
+        return t ? maxf(t->ready, now) : NAN;
+    }
+    if (c->kind == D_GIFT) return gift_wakeup(c, now);
+    return NAN;
+}
+
+/* Rate caps (themis/sched/ratecap.py): a capped job pays for each chunk from a token bucket
+ * and leaves the inner lottery/SFQ dispatcher while its tokens are below zero. */
+static job_t *cap_of(ts_core *c, int32_t h, double now) {
+    job_t *j = &c->jobs[h];
+    if (!(j->crate > 0)) return NULL;
+    if (!j->ccap) {
+        j->ccap = 1;
+        j->ctokens = j->crate * c->cap_burst_s;
+        j->clast = now;
+        j->cheld = 0;
+        j->corder = c->corder++;
+    }
+    return j;
+}
+
+static void cap_refill(ts_core *c, job_t *j, double now) {
+    if (now > j->clast) {
+        j->ctokens = minf(j->crate * c->cap_burst_s, j->ctokens + j->crate * (now - j->clast));
+        j->clast = now;
+    }
+}
+
+static int cap_hold(ts_core *c, int32_t h) {
+    job_t *j = &c->jobs[h];
+    j->cheld = j->cheld_since = 1;
+    j->cgen++;
+    tent e = {j->clast + (-j->ctokens) / j->crate, c->cseq++, j->cgen, h};
+    return tpush(&c->cheap, e);
+}
+
+static int cap_release(ts_core *c, int32_t h, double now) {
+    job_t *j = &c->jobs[h];
+    j->cheld = 0;
+    j->cgen++;
+    return j->q.len ? inner_activate(c, h, now) : 0;
+}
+
+static int disp_activate(ts_core *c, int32_t h, double now) {
+    if (c->capped) {
+        job_t *j = cap_of(c, h, now);
+        if (j) {
+            cap_refill(c, j, now);
+            if (j->ctokens < 0) return cap_hold(c, h);
+        }
+    }
+    return inner_activate(c, h, now);
+}
+
+static int disp_deactivate(ts_core *c, int32_t h, double now) {
+    job_t *j = &c->jobs[h];
+    if (c->capped && j->ccap && j->cheld) {
+        j->cheld = 0;
+        j->cgen++;
+        return 0;
+    }
+    return inner_deactivate(c, h, now);
+}
+
+static int32_t disp_pick(ts_core *c, double now, int *err) {
+    while (c->capped && c->cheap.len && c->cheap.e[0].ready <= now) {
+        tent t = c->cheap.e[0];
+        tpop(&c->cheap);
+        job_t *j = &c->jobs[t.job];
+        if (j->state == J_LIVE && j->ccap && t.gen == j->cgen && j->cheld) {
+            cap_refill(c, j, now);
+            if (cap_release(c, t.job, now)) {
+                *err = 1;
+                return -1;
+            }
+        }
+    }
+    return inner_pick(c, now, err);
+}
+
+static int disp_served(ts_core *c, int32_t h, double nbytes, int active, double now) {
+    if (inner_served(c, h, nbytes, active, now)) return -1;
+    job_t *j = c->capped ? cap_of(c, h, now) : NULL;
+    if (!j) return 0;
+    cap_refill(c, j, now);
+    j->ctokens -= nbytes;
+    if (active && j->ctokens < 0) {
+        if (inner_deactivate(c, h, now)) return -1;
+        return cap_hold(c, h);
+    }
+    return 0;
+}
+
+static double cap_wakeup(ts_core *c, double now) {
+    while (c->cheap.len) {
+        tent *t = &c->cheap.e[0];
+        job_t *j = &c->jobs[t->job];
+        if (j->state == J_LIVE && j->ccap && t->gen == j->cgen && j->cheld) return maxf(t->ready, now);
+        tpop(&c->cheap);
+    }
+    return inner_wakeup(c, now);
+}
+
 static void disp_forget(ts_core *c, int32_t h) {
     job_t *j = &c->jobs[h];
+    j->ccap = j->cheld = j->cheld_since = 0;
+    j->cgen++;
     if (j->leaf) {
         tree_remove(j->leaf);
         j->leaf = NULL;
@@ -1060,7 +1182,7 @@ static int pump(ts_core *c, double now) {
     while (c->inflight < c->max_inflight && c->queued) {
         int64_t id = dispatch_one(c, now);
         if (id == -1) {
-            if (c->waiters && (c->kind == D_TBF || c->kind == D_GIFT)) pthread_cond_signal(&c->waiters->cv);
+            if (c->waiters && (c->capped || c->kind == D_TBF || c->kind == D_GIFT)) pthread_cond_signal(&c->waiters->cv);
             break;
         }
         if (id == -2) return -1;
@@ -1079,12 +1201,7 @@ static int pump(ts_core *c, double now) {
 
 static double disp_wakeup(ts_core *c, double now) {
     if (!c->queued || c->inflight >= c->max_inflight) return NAN;
-    if (c->kind == D_TBF) {
-        tent *t = tbf_top(c);
-        return t ? maxf(t->ready, now) : NAN;
-    }
-    if (c->kind == D_GIFT) return gift_wakeup(c, now);
-    return NAN;
+    return c->capped ? cap_wakeup(c, now) : inner_wakeup(c, now);
 }
 
 static void served_done(ts_core *c, int32_t h, uint64_t nbytes) {
@@ -1190,7 +1307,7 @@ static void core_clear_dispatcher(ts_core *c) {
     if (c->root) node_free(c->root);
     c->root = node_new(NULL, 0, 1.0, 1.0);
     c->order.len = c->order.head = 0;
-    c->tlen = 0;
+    c->theap.len = c->cheap.len = 0;
     c->ngactive = 0;
     c->gdirty = c->pay_coupons = c->has_last = 0;
     c->glast = 0.0;
@@ -1200,14 +1317,21 @@ static void core_clear_dispatcher(ts_core *c) {
         c->jobs[h].leaf = NULL;
         c->jobs[h].hasb = 0;
         c->jobs[h].bgen++;
+        c->jobs[h].ccap = c->jobs[h].cheld = 0;
+        c->jobs[h].cgen++;
     }
 }
 
 static int parse_config(ts_core *c, PyObject *args) {
-    int kind, nlev;
+    int kind, nlev, capped;
     unsigned long long seed;
-    double tr, tb, gc, gb, gcs;
-    if (!PyArg_ParseTuple(args, "iiKddddd", &kind, &nlev, &seed, &tr, &tb, &gc, &gb, &gcs)) return -1;
+    double tr, tb, gc, gb, gcs, cb;
+    if (!PyArg_ParseTuple(args, "iiKdddddpd", &kind, &nlev, &seed, &tr, &tb, &gc, &gb, &gcs, &capped, &cb))
+        return -1;
+    if (capped && kind != D_LOTTERY && kind != D_SFQ) {
+        PyErr_SetString(PyExc_ValueError, "rate caps need a lottery or sfq dispatcher");
+        return -1;
+    }
     if (kind < D_FIFO || kind > D_GIFT || nlev < 0 || nlev > MAXLEV) {
         PyErr_SetString(PyExc_ValueError, "bad dispatcher kind or tree depth");
         return -1;
@@ -1220,6 +1344,8 @@ static int parse_config(ts_core *c, PyObject *args) {
     c->gift_capacity = gc;
     c->gift_burst_s = gb;
     c->gift_coupon_s = gcs;
+    c->capped = capped;
+    c->cap_burst_s = cb;
     return 0;
 }
 
@@ -1282,7 +1408,8 @@ static void Core_dealloc(CoreObject *self) {
     free(c->freejobs);
     free(c->dead);
     free(c->order.ids);
-    free(c->theap);
+    free(c->theap.e);
+    free(c->cheap.e);
     free(c->gactive);
     free(c->gshares);
     free(c->ready.ids);
@@ -1320,6 +1447,7 @@ static int set_job_desc(ts_core *c, int32_t h, PyObject *keys, PyObject *bases, 
         return -1;
     j->nlev = c->nlev;
     j->rate = rate;
+    if (c->capped) j->crate = rate;
     Py_INCREF(path);
     Py_XSETREF(j->path, path);
     return 0;
@@ -1657,6 +1785,81 @@ static PyObject *Core_set_boosts(CoreObject *self, PyObject *arg) {
     return missing;
 }
 
+/* set_rates([(job, rate)], now): rate caps (0: none) for every live job, as
+ * RateCapDispatcher.set_rates: existing caps, in the order they were made, drop (releasing a
+ * held job) or take the new rate */
+static int cmp_i64(const void *a, const void *b);
+
+static PyObject *Core_set_rates(CoreObject *self, PyObject *args) {
+    ts_core *c = &self->core;
+    PyObject *rates;
+    double now;
+    if (!PyArg_ParseTuple(args, "O!d", &PyList_Type, &rates, &now)) return NULL;
+    LOCK(c);
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rates) && !rc; i++) {
+        int h;
+        double r;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(rates, i), "id", &h, &r) || check_job(c, h))
+            rc = -1;
+        else
+            c->jobs[h].rate = r; /* staged; applied below in cap order */
+    }
+    int64_t *order = rc ? NULL : malloc(sizeof(int64_t) * 2 * (size_t)(c->njobs ? c->njobs : 1));
+    if (!rc && !order) rc = (PyErr_NoMemory(), -1);
+    int64_t n = 0;
+    for (int32_t h = 0; !rc && h < c->njobs; h++) {
+        job_t *j = &c->jobs[h];
+        if (j->state != J_LIVE) continue;
+        if (j->ccap) {
+            order[2 * n] = j->corder;
+            order[2 * n++ + 1] = h;
+        } else {
+            j->crate = j->rate;
+        }
+    }
+    if (!rc) qsort(order, (size_t)n, 2 * sizeof(int64_t), cmp_i64);
+    for (int64_t i = 0; !rc && i < n; i++) {
+        int32_t h = (int32_t)order[2 * i + 1];
+        job_t *j = &c->jobs[h];
+        j->crate = j->rate;
+        if (!(j->rate > 0)) {
+            j->ccap = 0;
+            if (j->cheld && cap_release(c, h, now)) rc = (PyErr_NoMemory(), -1);
+        } else {
+            cap_refill(c, j, now);
+            j->ctokens = minf(j->ctokens, j->rate * c->cap_burst_s);
+        }
+    }
+    free(order);
+    if (!rc && c->nwaiters) rc = pump(c, mono()) ? (PyErr_NoMemory(), -1) : 0;
+    UNLOCK(c);
+    if (rc) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* take_held() -> handles of jobs held back by their cap since the last call */
+static PyObject *Core_take_held(CoreObject *self, PyObject *Py_UNUSED(ignored)) {
+    ts_core *c = &self->core;
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    LOCK(c);
+    for (int32_t h = 0; h < c->njobs; h++) {
+        job_t *j = &c->jobs[h];
+        if (j->state != J_LIVE || !(j->cheld_since || j->cheld)) continue;
+        j->cheld_since = j->cheld;
+        PyObject *n = PyLong_FromLong(h);
+        if (!n || PyList_Append(out, n)) {
+            Py_XDECREF(n);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(n);
+    }
+    UNLOCK(c);
+    return out;
+}
+
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -1884,6 +2087,8 @@ static PyMethodDef Core_methods[] = {
     {"forget", (PyCFunction)Core_forget, METH_O, "forget(job)"},
     {"reap", (PyCFunction)Core_reap, METH_NOARGS, "reap() -> handles of dropped jobs, now free"},
     {"set_boosts", (PyCFunction)Core_set_boosts, METH_O, "set_boosts({path: boosts}) -> missing job handles"},
+    {"set_rates", (PyCFunction)Core_set_rates, METH_VARARGS, "set_rates([(job, rate)], now): rate caps"},
+    {"take_held", (PyCFunction)Core_take_held, METH_NOARGS, "take_held() -> jobs held by their cap since"},
     {"configure", (PyCFunction)Core_configure, METH_O, "configure(config)"},
     {"reload", (PyCFunction)Core_reload, METH_O, "reload(now)"},
     {"stats", (PyCFunction)Core_stats, METH_NOARGS, "stats() -> tuple"},

@@ -2,7 +2,7 @@
 
 :class:`themis.sched.Scheduler` runs the compiled core (``themis/sched/_core.c``); this module is
 the model its decisions are checked against by hypothesis (tests/themis/test_sched_core.py), and
-what runs a custom Python :class:`Dispatcher` (cluster mode's rate caps)."""
+what runs a custom Python :class:`Dispatcher` the core does not implement."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from themis.sched._core import _C_API, Core, SimLoop
 from themis.sched.dispatch import Dispatcher, FifoDispatcher, LotteryDispatcher, SfqDispatcher
 from themis.sched.items import CANCELLED, DISPATCHED, DONE, QUEUED, Chunk, Request
 from themis.sched.policy import Policy
+from themis.sched.ratecap import RateCapDispatcher
 from themis.sched.reference import ReferenceScheduler
 from themis.sched.registry import make_dispatcher
 from themis.sched.stats import JobStats, MiB, SchedStats
@@ -24,7 +25,14 @@ from themis.sched.throttle import GiftDispatcher, TbfDispatcher
 
 __all__ = ["JobStats", "MiB", "SchedStats", "Scheduler", "SimLoop", "core_api"]
 
-_COMPILED = (FifoDispatcher, LotteryDispatcher, SfqDispatcher, TbfDispatcher, GiftDispatcher)
+_COMPILED = (
+    FifoDispatcher,
+    LotteryDispatcher,
+    SfqDispatcher,
+    TbfDispatcher,
+    GiftDispatcher,
+    RateCapDispatcher,  # around lottery or SFQ (its constructor checks)
+)
 _KIND = {"fifo": 0, "lottery": 1, "sfq": 2, "tbf": 3, "gift": 4}
 
 
@@ -71,8 +79,11 @@ def _boost_vector(
     return vec
 
 
-def _config(disp: Dispatcher, nlev: int) -> tuple[int, int, int, float, float, float, float, float]:
+def _config(disp: Dispatcher, nlev: int) -> tuple[Any, ...]:
     """The core's dispatcher configuration for a (reference) dispatcher object."""
+    cap = disp if isinstance(disp, RateCapDispatcher) else None
+    if cap is not None:
+        disp = cap.inner
     tbf = disp if isinstance(disp, TbfDispatcher) else None
     gift = disp if isinstance(disp, GiftDispatcher) else None
     return (
@@ -84,6 +95,8 @@ def _config(disp: Dispatcher, nlev: int) -> tuple[int, int, int, float, float, f
         gift.capacity if gift else 0.0,
         gift.burst_s if gift else 0.0,
         gift.coupon_s if gift else 0.0,
+        cap is not None,
+        cap.burst_s if cap else 0.0,
     )
 
 
@@ -97,7 +110,8 @@ class Scheduler:
     chunk.  Work-conserving for the lottery, SFQ and FIFO dispatchers.  Drive it from one thread
     or event loop; C threads share it through :func:`core_api` (``acquire``/``release``).
 
-    A custom :class:`Dispatcher` the core does not implement (cluster mode's rate caps) gets a
+    A :class:`RateCapDispatcher` (cluster mode) runs in the core around lottery or SFQ; a custom
+    :class:`Dispatcher` the core does not implement gets a
     :class:`~themis.sched.reference.ReferenceScheduler` instead.
     """
 
@@ -155,6 +169,8 @@ class Scheduler:
         if isinstance(dispatcher, Dispatcher):
             if not isinstance(dispatcher, _COMPILED):
                 raise ValueError(f"the compiled scheduler cannot run {type(dispatcher).__name__}")
+            if isinstance(dispatcher, RateCapDispatcher):
+                dispatcher.bind(self)
             return dispatcher
         return make_dispatcher(dispatcher, seed=self.seed, **self._disp_options)
 
@@ -201,9 +217,11 @@ class Scheduler:
         )
         boosts = _boost_vector(self._boosts, path)
         disp = self._disp
-        rate = (
-            float(disp.rates.get(tag.job_id, disp.rate)) if isinstance(disp, TbfDispatcher) else 0.0
-        )
+        rate = 0.0
+        if isinstance(disp, TbfDispatcher):
+            rate = float(disp.rates.get(tag.job_id, disp.rate))
+        elif isinstance(disp, RateCapDispatcher):
+            rate = disp.rates.get(tag.job_id, 0.0)
         return ids, bases, boosts, rate, path
 
     def _job(self, tag: JobTag) -> _Job:
@@ -325,7 +343,7 @@ class Scheduler:
     def set_boosts(self, boosts: Mapping[tuple[str, ...], float]) -> None:
         """Multiply share-tree node weights, keyed by :meth:`Policy.path` prefixes (global
         fairness feedback from other servers); nodes not named get 1."""
-        if not isinstance(self._disp, LotteryDispatcher | SfqDispatcher):
+        if not isinstance(self._disp, LotteryDispatcher | SfqDispatcher | RateCapDispatcher):
             return
         self._boosts = boosts
         self._reap()
@@ -333,6 +351,19 @@ class Scheduler:
         while missing := self.core.set_boosts(vectors):  # once per path, for every scheduler
             for handle in missing:
                 _boost_vector(boosts, self._handles[handle].path)
+
+    def set_rates(self, rates: Mapping[str, float], now: float | None = None) -> None:
+        """Rate caps (cluster mode, a :class:`RateCapDispatcher` given as dispatcher): cap
+        these jobs at these bytes/s, every other job uncapped; ``now`` defaults to the clock."""
+        self._reap()
+        self.core.set_rates(
+            [(j.handle, float(rates.get(jid, 0.0))) for jid, j in self._jobs.items()],
+            self.clock() if now is None else now,
+        )
+
+    def take_held(self) -> set[str]:
+        """Jobs held back by their rate cap since the last call."""
+        return {self._handles[h].tag.job_id for h in self.core.take_held()}
 
     def forget(self, job_id: str) -> None:
         """Drop a finished job's state now, or once its queued/in-flight chunks are through."""

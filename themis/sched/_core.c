@@ -4,9 +4,11 @@
  * (weights set from Python), and one of five dispatchers (fifo, lottery, sfq, tbf, gift).
  * Python drives it with the GIL held (themis.sched.Scheduler); other extensions drive it
  * without the GIL through the capsule API of core_api.h (acquire/release).  Every entry point
- * takes the core's mutex.  Decisions are those of the Python reference model
- * (tests/themis/sched_reference.py): same float operations in the same order, and the
- * lottery draws from MT19937 seeded as Python's random.Random.
+ * takes the core's mutex, and creates no Python container while holding it (the garbage
+ * collector could run arbitrary finalizers).  Decisions are those of the Python reference
+ * model (themis/sched/reference.py): same float operations in the same order, and the lottery
+ * draws from MT19937 seeded as Python's random.Random.  Cluster mode's rate caps wrap lottery
+ * and SFQ as themis/sched/ratecap.py does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1643,8 +1645,9 @@ static PyObject *Core_cancel(CoreObject *self, PyObject *args) {
             }
         if (hit) {
             j->qbytes -= ch->nbytes;
-            Py_DECREF(ch->obj);
+            PyObject *o = ch->obj;
             chunk_free(c, id);
+            Py_DECREF(o); /* `objs` holds it too: never freed here, under the lock */
             gone++;
         } else {
             j->q.ids[(j->q.head + kept++) & (j->q.cap - 1)] = id;
@@ -1691,24 +1694,32 @@ static PyObject *Core_forget(CoreObject *self, PyObject *arg) {
 
 static PyObject *Core_reap(CoreObject *self, PyObject *Py_UNUSED(ignored)) {
     ts_core *c = &self->core;
+    PyObject *out = PyList_New(0); /* made outside the lock: it may start the collector */
+    if (!out) return NULL;
     LOCK(c);
-    PyObject *out = PyList_New(c->ndead);
-    if (out) {
-        for (int32_t i = 0; i < c->ndead; i++) {
-            int32_t h = c->dead[i];
-            c->jobs[h].state = J_FREE;
-            Py_CLEAR(c->jobs[h].path);
-            c->freejobs[c->nfreejobs++] = h;
-            PyList_SET_ITEM(out, i, PyLong_FromLong(h));
+    for (int32_t i = 0; i < c->ndead; i++) {
+        int32_t h = c->dead[i];
+        PyObject *n = PyLong_FromLong(h);
+        if (!n || PyList_Append(out, n)) { /* the dead stay listed for the next call */
+            Py_XDECREF(n);
+            memmove(c->dead, c->dead + i, sizeof(int32_t) * (size_t)(c->ndead - i));
+            c->ndead -= i;
+            UNLOCK(c);
+            Py_DECREF(out);
+            return NULL;
         }
-        c->ndead = 0;
+        Py_DECREF(n);
+        c->jobs[h].state = J_FREE;
+        Py_CLEAR(c->jobs[h].path);
+        c->freejobs[c->nfreejobs++] = h;
     }
+    c->ndead = 0;
     UNLOCK(c);
     return out;
 }
 
-/* set_boosts([(job, boosts), ...]): new per-level boosts of these jobs; existing tree nodes
- * take them (a changed active node's parent rebuilds its Fenwick tree, as the reference) */
+/* existing tree nodes take their new boosts (a changed active node's parent rebuilds its
+ * Fenwick tree, as the reference does) */
 static void boost_walk(node *n, int lottery) {
     int rebuild = 0;
     for (int i = 0; i < n->nslots; i++) {
@@ -1926,31 +1937,42 @@ static PyObject *Core_reload(CoreObject *self, PyObject *arg) {
  *             [(job, bytes, ops, queued_chunks, queued_bytes, inflight, wait_s, window_bytes)]) */
 static PyObject *Core_stats(CoreObject *self, PyObject *Py_UNUSED(ignored)) {
     ts_core *c = &self->core;
+    typedef struct {
+        int32_t h, inflight;
+        uint64_t bytes, ops, qbytes, winbytes;
+        int64_t qlen;
+        double wait_s;
+    } row_t;
+    /* snapshot under the lock, build Python objects after it (they may start the collector) */
     LOCK(c);
-    PyObject *jobs = PyList_New(0);
-    uint64_t bytes = c->bytes, ops = c->ops;
-    for (int32_t h = 0; jobs && h < c->njobs; h++) {
+    row_t *rows = malloc(sizeof(row_t) * (size_t)(c->njobs ? c->njobs : 1));
+    int32_t n = 0;
+    uint64_t bytes = c->bytes, ops = c->ops, wtotal = c->wtotal;
+    int64_t queued = c->queued, inflight = c->inflight;
+    for (int32_t h = 0; rows && h < c->njobs; h++) {
         job_t *j = &c->jobs[h];
-        if (j->state == J_FREE) continue;
-        bytes += j->state == J_LIVE ? j->bytes : 0;
-        ops += j->state == J_LIVE ? j->ops : 0;
         if (j->state != J_LIVE) continue;
-        PyObject *t = Py_BuildValue("(iKKLKidK)", h, (unsigned long long)j->bytes, (unsigned long long)j->ops,
-                                    (long long)j->q.len, (unsigned long long)j->qbytes, j->inflight,
-                                    j->wait_s, (unsigned long long)j->winbytes);
-        if (!t || PyList_Append(jobs, t)) {
-            Py_XDECREF(t);
-            Py_CLEAR(jobs);
-        } else {
-            Py_DECREF(t);
-        }
+        bytes += j->bytes;
+        ops += j->ops;
+        rows[n++] = (row_t){h, j->inflight, j->bytes, j->ops, j->qbytes, j->winbytes, j->q.len, j->wait_s};
     }
-    PyObject *out = jobs ? Py_BuildValue("(LLKKKN)", (long long)c->queued, (long long)c->inflight,
-                                         (unsigned long long)bytes, (unsigned long long)ops,
-                                         (unsigned long long)c->wtotal, jobs)
-                         : NULL;
     UNLOCK(c);
-    return out;
+    if (!rows) return PyErr_NoMemory();
+    PyObject *jobs = PyList_New(n);
+    for (int32_t i = 0; jobs && i < n; i++) {
+        row_t *r = &rows[i];
+        PyObject *t = Py_BuildValue("(iKKLKidK)", r->h, (unsigned long long)r->bytes, (unsigned long long)r->ops,
+                                    (long long)r->qlen, (unsigned long long)r->qbytes, r->inflight, r->wait_s,
+                                    (unsigned long long)r->winbytes);
+        if (!t)
+            Py_CLEAR(jobs);
+        else
+            PyList_SET_ITEM(jobs, i, t);
+    }
+    free(rows);
+    if (!jobs) return NULL;
+    return Py_BuildValue("(LLKKKN)", (long long)queued, (long long)inflight, (unsigned long long)bytes,
+                         (unsigned long long)ops, (unsigned long long)wtotal, jobs);
 }
 
 static PyObject *Core_get_queued(CoreObject *self, void *Py_UNUSED(closure)) {

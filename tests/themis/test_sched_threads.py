@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import random
 import threading
 import time
@@ -123,3 +124,54 @@ def test_rate_caps_hold_back_threads_too():
     a, b = run(s, 3, seconds=0.5)
     assert 150 < a < 300 and b > a
     assert "a" in disp.take_held()
+
+
+class _Api(ctypes.Structure):
+    """core_api.h's themis_core_api, as another extension sees it."""
+
+    _fields_ = [
+        ("version", ctypes.c_int),
+        ("from_object", ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)),
+        (
+            "acquire",
+            ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64),
+        ),
+        ("release", ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)),
+    ]
+
+
+def test_the_capsule_table_from_python_threads_through_ctypes():
+    """The table of core_api.h, called like a C extension would (ctypes drops the GIL around
+    acquire/release): Python threads share a size-fair scheduler 1:4."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    api = _Api.from_address(get(core_api(), b"themis.sched._core._C_API"))
+    assert api.version == 1
+    s = Scheduler("size-fair", "lottery", max_inflight=1)
+    core = api.from_object(s)
+    assert core
+    with pytest.raises(TypeError):
+        api.from_object(object())
+    counts = {"a": 0, "b": 0}
+    stop = threading.Event()
+
+    def worker(tag: JobTag) -> None:
+        job = s.job_handle(tag)
+        while not stop.is_set():
+            ticket = api.acquire(core, job, 4096)
+            assert ticket >= 0
+            time.sleep(2e-4)
+            counts[tag.job_id] += 1
+            api.release(core, ticket)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in (A, B) * 3]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join(5)
+    assert not any(t.is_alive() for t in threads)
+    a, b = counts["a"], counts["b"]
+    assert a + b > 100 and a / (a + b) == pytest.approx(0.2, abs=0.06)
+    assert api.acquire(core, s.job_handle(A), 2 << 20) < 0  # over chunk_bytes: -EINVAL

@@ -1221,7 +1221,13 @@ static PyTypeObject CoreType;
 static ts_core *api_from_object(PyObject *obj) {
     if (PyObject_TypeCheck(obj, &CoreType)) return &((CoreObject *)obj)->core;
     PyObject *inner = PyObject_GetAttrString(obj, "core");
-    if (!inner) return NULL;
+    if (!inner) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "not a compiled themis scheduler");
+        }
+        return NULL;
+    }
     ts_core *c = NULL;
     if (PyObject_TypeCheck(inner, &CoreType))
         c = &((CoreObject *)inner)->core;

@@ -121,7 +121,7 @@ typedef struct {
 
 typedef struct {
     tent *e;
-    int len, cap;
+    int64_t len, cap;
 } theap_t; /* a min-heap of (ready, seq): TBF's eligible times, rate caps' release times */
 
 struct ts_core {

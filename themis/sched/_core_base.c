@@ -179,7 +179,7 @@ struct node {
     fen_t fen;
     int nactive, on, mark;
     hent *heap; /* SFQ: active children by (start, seq) */
-    int hlen, hcap;
+    int64_t hlen, hcap;
     double vtime, start, finish;
     int32_t job; /* -1: internal */
 };
@@ -212,52 +212,53 @@ static void node_free(node *n) {
     free(n);
 }
 
-/* hent heap helpers (a binary min-heap on (start, seq)) */
+/* DEFINE_HEAP(NAME, TYPE, LESS): a binary min-heap over a growable TYPE array ordered by
+ * LESS (a strict total order, so any heap pops the same sequence): NAME_push(&array, &len,
+ * &cap, item) -> 0 or -1 (ENOMEM), NAME_remove(array, &len, index) (index 0: the top). */
+#define DEFINE_HEAP(NAME, TYPE, LESS)                                                    \
+    static void NAME##_up(TYPE *h, int64_t i) {                                         \
+        TYPE x = h[i];                                                                  \
+        while (i > 0) {                                                                 \
+            int64_t p = (i - 1) / 2;                                                    \
+            if (!LESS(&x, &h[p])) break;                                                \
+            h[i] = h[p];                                                                \
+            i = p;                                                                      \
+        }                                                                               \
+        h[i] = x;                                                                       \
+    }                                                                                   \
+    static void NAME##_down(TYPE *h, int64_t len, int64_t i) {                          \
+        TYPE x = h[i];                                                                  \
+        for (;;) {                                                                      \
+            int64_t c = 2 * i + 1;                                                      \
+            if (c >= len) break;                                                        \
+            if (c + 1 < len && LESS(&h[c + 1], &h[c])) c++;                             \
+            if (!LESS(&h[c], &x)) break;                                                \
+            h[i] = h[c];                                                                \
+            i = c;                                                                      \
+        }                                                                               \
+        h[i] = x;                                                                       \
+    }                                                                                   \
+    static int NAME##_push(TYPE **h, int64_t *len, int64_t *cap, TYPE x) {              \
+        if (*len == *cap) {                                                             \
+            int64_t nc = *cap ? *cap * 2 : 16;                                          \
+            TYPE *g = realloc(*h, sizeof(TYPE) * (size_t)nc);                           \
+            if (!g) return -1;                                                          \
+            *h = g;                                                                     \
+            *cap = nc;                                                                  \
+        }                                                                               \
+        (*h)[*len] = x;                                                                 \
+        NAME##_up(*h, (*len)++);                                                        \
+        return 0;                                                                       \
+    }                                                                                   \
+    static void NAME##_remove(TYPE *h, int64_t *len, int64_t i) {                       \
+        if (i == --*len) return;                                                        \
+        h[i] = h[*len];                                                                 \
+        NAME##_down(h, *len, i);                                                        \
+        NAME##_up(h, i);                                                                \
+    }
+
+/* SFQ: a node's active children by (start, seq) */
 static int hless(const hent *a, const hent *b) {
     return a->start < b->start || (a->start == b->start && a->seq < b->seq);
 }
-
-static void hsift_up(hent *h, int i) {
-    hent x = h[i];
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!hless(&x, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static void hsift_down(hent *h, int len, int i) {
-    hent x = h[i];
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= len) break;
-        if (c + 1 < len && hless(&h[c + 1], &h[c])) c++;
-        if (!hless(&h[c], &x)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-static int hpush(hent **h, int *len, int *cap, hent e) {
-    if (*len == *cap) {
-        int nc = *cap ? *cap * 2 : 4;
-        hent *g = realloc(*h, sizeof(hent) * (size_t)nc);
-        if (!g) return -1;
-        *h = g;
-        *cap = nc;
-    }
-    (*h)[*len] = e;
-    hsift_up(*h, (*len)++);
-    return 0;
-}
-
-static void hremove(hent *h, int *len, int i) {
-    (*len)--;
-    if (i == *len) return;
-    h[i] = h[*len];
-    hsift_down(h, *len, i);
-    hsift_up(h, i);
-}
+DEFINE_HEAP(hheap, hent, hless)

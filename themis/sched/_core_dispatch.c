@@ -45,7 +45,7 @@ static int sfq_activate(ts_core *c, int32_t h) {
     while (p) {
         n->start = p->vtime >= n->finish ? p->vtime : n->finish;
         hent e = {n->start, c->hseq++, n};
-        if (hpush(&p->heap, &p->hlen, &p->hcap, e)) return -1;
+        if (hheap_push(&p->heap, &p->hlen, &p->hcap, e)) return -1;
         if (p->hlen > 1) return 0;
         n = p;
         p = p->parent;
@@ -60,7 +60,7 @@ static void sfq_deactivate(ts_core *c, int32_t h) {
         for (i = 0; i < p->hlen; i++)
             if (p->heap[i].node == n) break;
         if (i == p->hlen) return;
-        hremove(p->heap, &p->hlen, i);
+        hheap_remove(p->heap, &p->hlen, i);
         if (p->hlen) return;
         n = p;
         p = p->parent;
@@ -77,13 +77,13 @@ static int32_t sfq_pick(ts_core *c) {
 static int sfq_served(ts_core *c, int32_t h, double nbytes, int active) {
     node *n = c->jobs[h].leaf, *p = n->parent;
     while (p) {
-        hremove(p->heap, &p->hlen, 0); /* n is on top: pick() just descended through it */
+        hheap_remove(p->heap, &p->hlen, 0); /* n is on top: pick() just descended through it */
         p->vtime = n->start;
         n->finish = n->start + nbytes / n->weight;
         if (active) {
             n->start = n->finish;
             hent e = {n->start, c->hseq++, n};
-            if (hpush(&p->heap, &p->hlen, &p->hcap, e)) return -1;
+            if (hheap_push(&p->heap, &p->hlen, &p->hcap, e)) return -1;
         }
         active = p->hlen > 0;
         n = p;
@@ -107,41 +107,11 @@ static int tless(const tent *a, const tent *b) {
     return a->ready < b->ready || (a->ready == b->ready && a->seq < b->seq);
 }
 
-static int tpush(theap_t *q, tent e) {
-    if (q->len == q->cap) {
-        int nc = q->cap ? q->cap * 2 : 16;
-        tent *g = realloc(q->e, sizeof(tent) * (size_t)nc);
-        if (!g) return -1;
-        q->e = g;
-        q->cap = nc;
-    }
-    int i = q->len++;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!tless(&e, &q->e[p])) break;
-        q->e[i] = q->e[p];
-        i = p;
-    }
-    q->e[i] = e;
-    return 0;
-}
+DEFINE_HEAP(theap, tent, tless)
 
-static void tpop(theap_t *q) {
-    tent *h = q->e;
-    int len = --q->len;
-    if (!len) return;
-    tent x = h[len];
-    int i = 0;
-    for (;;) {
-        int ch = 2 * i + 1;
-        if (ch >= len) break;
-        if (ch + 1 < len && tless(&h[ch + 1], &h[ch])) ch++;
-        if (!tless(&h[ch], &x)) break;
-        h[i] = h[ch];
-        i = ch;
-    }
-    h[i] = x;
-}
+static int tpush(theap_t *q, tent e) { return theap_push(&q->e, &q->len, &q->cap, e); }
+
+static void tpop(theap_t *q) { theap_remove(q->e, &q->len, 0); }
 
 static double next_nbytes(ts_core *c, job_t *j) { return (double)c->chunks[ring_at(&j->q, 0)].nbytes; }
 

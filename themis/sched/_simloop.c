@@ -83,25 +83,11 @@ static int dvec_push2(dvec *d, double a, double b) {
 }
 
 static int sev_less(const sev *x, const sev *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
+DEFINE_HEAP(evheap, sev, sev_less)
 
 static int sl_push_seq(SimLoopObject *L, double t, int64_t seq, int kind, int32_t a, int64_t b) {
-    if (L->hlen == L->hcap) {
-        int64_t nc = L->hcap ? L->hcap * 2 : 1024;
-        sev *g = realloc(L->heap, sizeof(sev) * (size_t)nc);
-        if (!g) return -1;
-        L->heap = g;
-        L->hcap = nc;
-    }
     sev e = {t, seq, kind, a, b};
-    int64_t i = L->hlen++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!sev_less(&e, &L->heap[p])) break;
-        L->heap[i] = L->heap[p];
-        i = p;
-    }
-    L->heap[i] = e;
-    return 0;
+    return evheap_push(&L->heap, &L->hlen, &L->hcap, e);
 }
 
 static inline int sl_push(SimLoopObject *L, double t, int kind, int32_t a, int64_t b) {
@@ -109,17 +95,8 @@ static inline int sl_push(SimLoopObject *L, double t, int kind, int32_t a, int64
 }
 
 static sev sl_pop(SimLoopObject *L) {
-    sev top = L->heap[0], x = L->heap[--L->hlen];
-    int64_t i = 0, len = L->hlen;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= len) break;
-        if (c + 1 < len && sev_less(&L->heap[c + 1], &L->heap[c])) c++;
-        if (!sev_less(&L->heap[c], &x)) break;
-        L->heap[i] = L->heap[c];
-        i = c;
-    }
-    if (len) L->heap[i] = x;
+    sev top = L->heap[0];
+    evheap_remove(L->heap, &L->hlen, 0);
     return top;
 }
 

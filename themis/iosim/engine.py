@@ -14,7 +14,7 @@ from typing import Any
 
 from themis.iosim.model import MiB, ServerSpec, SimJob
 from themis.iosim.sync import GlobalFairness
-from themis.sched import Policy, Request, Scheduler
+from themis.sched import Policy, ReferenceScheduler, Request, Scheduler, SimLoop
 
 DONE, WAKE, PHASE, START, END, SYNC, SRVWAKE, STOP = range(8)
 _LAST = 1 << 62  # the STOP sentinel's seq: after every real event at the same time
@@ -161,7 +161,8 @@ class IOSim:
     ``delta`` is the interval (simulated s) at which servers exchange per-job usage and adjust
     their lottery/SFQ weights toward global fairness (None: never).  ``window`` is the width of
     the throughput-sampling windows.  Other dispatcher options (TBF ``rate``, GIFT
-    ``capacity``...) go in ``dispatcher_options``.
+    ``capacity``...) go in ``dispatcher_options``.  ``reference`` runs every server on the
+    pure-Python reference scheduler instead of the compiled core (for comparisons).
     """
 
     def __init__(
@@ -177,6 +178,7 @@ class IOSim:
         chunk_bytes: int = MiB,
         min_charge: int = 4096,
         dispatcher_options: Mapping[str, Any] | None = None,
+        reference: bool = False,
     ) -> None:
         self.spec = servers
         self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
@@ -186,10 +188,12 @@ class IOSim:
         self.window = window
         self.now = 0.0
         opts = dict(dispatcher_options or {})
+        self.reference = reference
+        make: Callable[..., Any] = ReferenceScheduler if reference else Scheduler
         self.servers = [
             _Server(
                 i,
-                Scheduler(
+                make(
                     self.policy,
                     dispatcher,
                     seed=seed * 7919 + i,
@@ -305,7 +309,10 @@ class IOSim:
         gc_was_on = gc.isenabled()
         gc.disable()  # the loop allocates much and frees by refcount; cycles wait for the end
         try:
-            wall, cpu = self._loop(duration, sync, progress)
+            if self.reference:
+                wall, cpu = self._loop(duration, sync, progress)
+            else:
+                wall, cpu = self._loop_c(duration, jobs, sync, progress)
         finally:
             if gc_was_on:
                 gc.enable()
@@ -332,10 +339,75 @@ class IOSim:
             cpu,
         )
 
+    def _loop_c(
+        self,
+        duration: float,
+        jobs: list[_Job],
+        sync: GlobalFairness | None,
+        progress: Callable[[float], None] | None,
+    ) -> tuple[float, float]:
+        """The event loop in C (``themis/sched/_simloop.c``), over the servers' compiled
+        schedulers; it returns here for the usage exchange and progress reports.  Same events
+        and results as :meth:`_loop`, the reference."""
+        loop = SimLoop(
+            [srv.sched for srv in self.servers],
+            self.spec.channels,
+            self._overhead,
+            self._inv_bw,
+            self._inv_win,
+            self._nwin,
+            self.timed,
+            [
+                (
+                    [srv.idx for srv in j.servers],
+                    [srv.sched.job_handle(j.tag) for srv in j.servers],
+                    j.nreq,
+                    j.nbytes,
+                    j.depth,
+                    float(j.think),
+                    float(j.spec.profile.period),
+                    len(j.procs),
+                    j.rng.getstate()[1] if j.random else None,
+                )
+                for j in jobs
+            ],
+        )
+        for t, seq, kind, a, _ in self._heap:  # START, END and the first SYNC
+            loop.push(t, kind, a.idx if isinstance(a, _Job) else 0, seq)
+        loop.seq = self._seq
+        self._heap.clear()
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        seq0, queued0 = loop.seq, loop.pending
+        loop.push(duration, STOP, 0, _LAST)
+        report_every = duration / 50
+        next_report = report_every if progress is not None else math.inf
+        while True:
+            what, t = loop.run(next_report)
+            self.now = t
+            if what == 1 and sync is not None and self.delta:  # SYNC
+                for job, (ops, outstanding) in zip(jobs, loop.usage(), strict=True):
+                    job.ops, job.outstanding = ops, outstanding
+                boosts = sync.update(t)
+                if boosts is not None:
+                    for srv in self.servers:
+                        srv.sched.set_boosts(boosts)
+                loop.push(t + self.delta, SYNC)
+            elif what == 0:
+                break
+            if t >= next_report:
+                progress(t)  # type: ignore[misc]
+                next_report = t + report_every
+        self.events = loop.seq - seq0 + queued0 - loop.pending
+        self.chunks = loop.chunks
+        for job, row in zip(jobs, loop.results(), strict=True):
+            job.ops, job.outstanding, job.busy_start, job.win, job.busy, job.bursts = row
+        return time.perf_counter() - wall0, time.process_time() - cpu0
+
     def _loop(  # noqa: C901 (the simulator's hot event loop: one function, no call overhead)
         self, duration: float, sync: GlobalFairness | None, progress: Callable[[float], None] | None
     ) -> tuple[float, float]:
-        """The event loop; returns its wall-clock and CPU seconds."""
+        """The event loop in Python, with the reference schedulers (the model of
+        :meth:`_loop_c`); returns its wall-clock and CPU seconds."""
         heap, pop, hpush = self._heap, heapq.heappop, heapq.heappush
         issue, kick, push = self._issue, self._kick, self._push
         inv_win, nwin = self._inv_win, self._nwin

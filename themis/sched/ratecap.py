@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Mapping
+from typing import Any
 
 from themis.sched.dispatch import Dispatcher
 from themis.sched.items import JobState
@@ -50,11 +51,20 @@ class RateCapDispatcher(Dispatcher):
         self._heap: list[tuple[float, int, int, _Cap]] = []
         self._seq = itertools.count()
         self._held_ids: set[str] = set()
+        self._bound: Any = None
+
+    def bind(self, scheduler: Any) -> None:
+        """Hand this dispatcher to a compiled :class:`~themis.sched.Scheduler`, which runs the
+        caps in its core: :meth:`set_rates` and :meth:`take_held` then act there."""
+        self._bound = scheduler
 
     # -- caps ---------------------------------------------------------------------------
     def set_rates(self, rates: Mapping[str, float], now: float) -> None:
         """Cap these jobs at these bytes/s; every other job is uncapped from now on."""
         self.rates = {j: float(r) for j, r in rates.items() if r > 0}
+        if self._bound is not None:
+            self._bound.set_rates(self.rates, now)
+            return
         for job_id, cap in list(self._caps.items()):
             rate = self.rates.get(job_id)
             if rate is None:
@@ -68,6 +78,8 @@ class RateCapDispatcher(Dispatcher):
 
     def take_held(self) -> set[str]:
         """Jobs held back by their cap since the last call."""
+        if self._bound is not None:
+            return self._bound.take_held()  # type: ignore[no-any-return]
         held, self._held_ids = (
             self._held_ids,
             {c.job.tag.job_id for c in self._caps.values() if c.held},

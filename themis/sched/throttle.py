@@ -80,8 +80,8 @@ class TbfDispatcher(Dispatcher):
 
     def _top(self) -> tuple[float, int, int, JobState] | None:
         heap = self._heap
-        while heap and heap[0][2] != heap[0][3].d.gen:
-            heapq.heappop(heap)
+        while heap and (heap[0][3].d is None or heap[0][2] != heap[0][3].d.gen):
+            heapq.heappop(heap)  # a stale entry (the job moved on, or was forgotten)
         return heap[0] if heap else None
 
     def pick(self, now: float) -> JobState | None:

@@ -25,11 +25,11 @@ class ShareWindow:
         self.total += nbytes
         if len(ring) > self.size:
             old, n = ring.popleft()
-            left = by[old] - n
+            left = by.get(old, 0) - n  # 0-byte entries may outlive their job's key
             if left:
                 by[old] = left
             else:
-                del by[old]
+                by.pop(old, None)
             self.total -= n
 
     def shares(self) -> dict[str, float]:

@@ -8,7 +8,7 @@ import pytest
 
 from themis.iosim.engine import IOSim
 from themis.iosim.metrics import alone_rates, analyze, busy_fractions
-from themis.iosim.model import GiB, IOProfile, MiB, ServerSpec, SimJob
+from themis.iosim.model import GiB, IOJob, IOProfile, MiB, ServerSpec
 from themis.iosim.runs import RunSpec, run_scenario, server_load
 from themis.iosim.workload import MICRO, STEADY
 from themis.sched import JobTag, Policy
@@ -77,7 +77,7 @@ def test_runs_are_deterministic_given_the_seed():
 
 
 def test_single_job_is_work_conserving_at_server_bandwidth():
-    job = SimJob(JobTag("solo", "u", "g", 4), STEADY)
+    job = IOJob(JobTag("solo", "u", "g", 4), STEADY)
     spec = ServerSpec(count=2, bandwidth=1 * GiB, overhead=0.0, channels=4)
     r = IOSim([job], spec, "size-fair").run(1.0)
     assert r.jobs[0].bytes / 1.0 == pytest.approx(2 * GiB, rel=0.02)
@@ -87,7 +87,7 @@ def test_checkpoint_bursts_are_bulk_synchronous():
     prof = IOProfile(
         "checkpoint", req_bytes=1 * MiB, depth=2, procs_per_node=2, burst_bytes=8 * MiB, period=0.1
     )
-    job = SimJob(JobTag("ck", "u", "g", 2), prof)  # 4 procs x 8 MiB = 32 MiB per burst
+    job = IOJob(JobTag("ck", "u", "g", 2), prof)  # 4 procs x 8 MiB = 32 MiB per burst
     spec = ServerSpec(count=1, bandwidth=1 * GiB, overhead=0.0, channels=1)
     r = IOSim([job], spec, "job-fair").run(1.0)
     bursts = r.jobs[0].bursts
@@ -100,10 +100,10 @@ def test_checkpoint_bursts_are_bulk_synchronous():
 
 
 def test_metadata_ops_cost_min_charge():
-    meta = SimJob(
+    meta = IOJob(
         JobTag("m", "u", "g", 1), IOProfile("metadata", depth=4, burst_ops=10**6, period=0.0)
     )
-    data = SimJob(JobTag("d", "v", "g", 1), IOProfile("dataload", req_bytes=4096, depth=4))
+    data = IOJob(JobTag("d", "v", "g", 1), IOProfile("dataload", req_bytes=4096, depth=4))
     r = IOSim([meta, data], ServerSpec(count=1), "job-fair", "sfq").run(0.2)
     m, d = r.jobs
     assert m.bytes == 0 and m.ops > 0
@@ -111,8 +111,8 @@ def test_metadata_ops_cost_min_charge():
 
 
 def test_jobs_start_and_end_and_are_forgotten():
-    a = SimJob(JobTag("a", "u", "g", 1), STEADY, start=0.0, end=0.2)
-    b = SimJob(JobTag("b", "v", "g", 1), STEADY, start=0.3)
+    a = IOJob(JobTag("a", "u", "g", 1), STEADY, start=0.0, end=0.2)
+    b = IOJob(JobTag("b", "v", "g", 1), STEADY, start=0.3)
     sim = IOSim([a, b], SERVERS, "job-fair")
     r = sim.run(0.5)
     wa, wb = r.jobs[0].window_work, r.jobs[1].window_work
@@ -122,7 +122,7 @@ def test_jobs_start_and_end_and_are_forgotten():
 
 
 def test_tbf_caps_each_job_in_the_simulator():
-    job = SimJob(JobTag("solo", "u", "g", 4), STEADY)
+    job = IOJob(JobTag("solo", "u", "g", 4), STEADY)
     rate = 256 * MiB
     r = IOSim(
         [job], SERVERS, "job-fair", "tbf", dispatcher_options={"rate": rate, "burst": 4 * MiB}

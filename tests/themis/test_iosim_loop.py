@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from themis.iosim.engine import IOSim
-from themis.iosim.model import IOProfile, KiB, MiB, ServerSpec, SimJob
+from themis.iosim.model import IOJob, IOProfile, KiB, MiB, ServerSpec
 from themis.iosim.workload import mix_from_rows, synthetic_rows
 from themis.sched import JobTag
 
@@ -70,7 +70,7 @@ profiles = st.builds(
     stripe_count=st.integers(0, 3),
 )
 sim_jobs = st.builds(
-    lambda i, nodes, prof, start, length, servers: SimJob(
+    lambda i, nodes, prof, start, length, servers: IOJob(
         JobTag(f"j{i}", f"u{i % 3}", f"g{i % 2}", nodes),
         prof,
         start,

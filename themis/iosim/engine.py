@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from themis.iosim.model import MiB, ServerSpec, SimJob
+from themis.iosim.model import IOJob, MiB, ServerSpec
 from themis.iosim.sync import GlobalFairness
 from themis.sched import Policy, ReferenceScheduler, Request, Scheduler, SimLoop
 
@@ -72,7 +72,7 @@ class _Job:
     )
 
     def __init__(
-        self, spec: SimJob, idx: int, servers: list[_Server], seed: int, nwin: int, min_charge: int
+        self, spec: IOJob, idx: int, servers: list[_Server], seed: int, nwin: int, min_charge: int
     ) -> None:
         p = spec.profile
         self.spec, self.tag, self.idx = spec, spec.tag, idx
@@ -119,7 +119,7 @@ class JobResult:
     """What one job got: totals (``work`` counts each request as max(bytes, min_charge)),
     work per sampling window, busy intervals (requests outstanding) and bursts (start, end)."""
 
-    job: SimJob
+    job: IOJob
     bytes: int
     ops: int
     work: int
@@ -167,7 +167,7 @@ class IOSim:
 
     def __init__(
         self,
-        jobs: Sequence[SimJob],
+        jobs: Sequence[IOJob],
         servers: ServerSpec,
         policy: Policy | str,
         dispatcher: str = "lottery",

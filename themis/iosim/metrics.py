@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from themis.iosim.engine import IOSim, SimResult
-from themis.iosim.model import ServerSpec, SimJob
+from themis.iosim.model import IOJob, ServerSpec
 from themis.sched import Policy
 
 BUSY = 0.9  # a job "demands" in a window when it had requests outstanding this much of it
@@ -71,12 +71,12 @@ def busy_fractions(intervals: list[tuple[float, float]], window: float, n: int) 
     return np.clip(np.diff(b) / window, 0.0, 1.0)
 
 
-def lifetime(job: SimJob, duration: float) -> float:
+def lifetime(job: IOJob, duration: float) -> float:
     return max(0.0, min(job.end, duration) - min(job.start, duration))
 
 
 def alone_rates(
-    jobs: list[SimJob],
+    jobs: list[IOJob],
     servers: ServerSpec,
     duration: float,
     seed: int = 0,

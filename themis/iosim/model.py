@@ -77,7 +77,7 @@ class IOProfile:
 
 
 @dataclass(frozen=True)
-class SimJob:
+class IOJob:
     """A job of the simulated mix, doing I/O from ``start`` to ``end`` (simulated seconds)."""
 
     tag: JobTag

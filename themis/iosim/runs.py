@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from themis.iosim.engine import IOSim
 from themis.iosim.metrics import RunMetrics, alone_rates, analyze, lifetime
-from themis.iosim.model import ServerSpec, SimJob
+from themis.iosim.model import IOJob, ServerSpec
 from themis.sched import DISPATCHERS, POLICIES, Policy
 
 DEFAULT_RUNS = (
@@ -53,7 +53,7 @@ class RunSpec:
         return cls(policy, disp, flag != "nosync")
 
 
-def server_load(jobs: Sequence[SimJob], servers: ServerSpec, duration: float) -> float:
+def server_load(jobs: Sequence[IOJob], servers: ServerSpec, duration: float) -> float:
     """Average number of jobs per server over the run (for a static TBF per-job rate)."""
     load = 0.0
     for job in jobs:
@@ -72,7 +72,7 @@ def server_load(jobs: Sequence[SimJob], servers: ServerSpec, duration: float) ->
 
 def run_scenario(
     name: str,
-    jobs: Sequence[SimJob],
+    jobs: Sequence[IOJob],
     servers: ServerSpec,
     specs: Sequence[RunSpec],
     *,

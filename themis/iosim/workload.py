@@ -8,7 +8,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from themis.iosim.model import IOProfile, KiB, MiB, SimJob
+from themis.iosim.model import IOJob, IOProfile, KiB, MiB
 from themis.sched import JobTag
 
 STEADY = IOProfile("dataload", req_bytes=1 * MiB, depth=4, procs_per_node=4)
@@ -19,15 +19,15 @@ class Scenario:
     """A named workload."""
 
     name: str
-    jobs: tuple[SimJob, ...]
+    jobs: tuple[IOJob, ...]
     about: str
 
 
 def size_micro() -> Scenario:
     """A 1-node job against a 4-node job, both reading continuously (ThemisIO Fig. size-fair)."""
     jobs = (
-        SimJob(JobTag("small", "alice", "physics", 1), STEADY),
-        SimJob(JobTag("large", "bob", "physics", 4), STEADY),
+        IOJob(JobTag("small", "alice", "physics", 1), STEADY),
+        IOJob(JobTag("large", "bob", "physics", 4), STEADY),
     )
     return Scenario("size", jobs, "1-node vs 4-node job, continuous 1 MiB reads")
 
@@ -35,9 +35,9 @@ def size_micro() -> Scenario:
 def user_micro() -> Scenario:
     """User alice runs two jobs, user bob one; all equal size and continuously reading."""
     jobs = (
-        SimJob(JobTag("alice-1", "alice", "physics", 2), STEADY),
-        SimJob(JobTag("alice-2", "alice", "physics", 2), STEADY),
-        SimJob(JobTag("bob-1", "bob", "chemistry", 2), STEADY),
+        IOJob(JobTag("alice-1", "alice", "physics", 2), STEADY),
+        IOJob(JobTag("alice-2", "alice", "physics", 2), STEADY),
+        IOJob(JobTag("bob-1", "bob", "chemistry", 2), STEADY),
     )
     return Scenario("user", jobs, "user with two jobs vs user with one (2 nodes each)")
 
@@ -53,8 +53,8 @@ def burst_micro() -> Scenario:
         period=0.15,
     )
     jobs = (
-        SimJob(JobTag("reader", "alice", "physics", 1), STEADY),
-        SimJob(JobTag("ckpt", "bob", "physics", 4), ckpt),
+        IOJob(JobTag("reader", "alice", "physics", 1), STEADY),
+        IOJob(JobTag("ckpt", "bob", "physics", 4), ckpt),
     )
     return Scenario("burst", jobs, "steady reader vs bursty 4-node checkpointer")
 
@@ -63,8 +63,8 @@ def global_micro() -> Scenario:
     """Two equal jobs on overlapping server sets (a: 0-3, b: 1-3): only the per-delta usage
     exchange brings them to 1:1 globally."""
     jobs = (
-        SimJob(JobTag("wide", "alice", "physics", 2), STEADY, servers=(0, 1, 2, 3)),
-        SimJob(JobTag("narrow", "bob", "physics", 2), STEADY, servers=(1, 2, 3)),
+        IOJob(JobTag("wide", "alice", "physics", 2), STEADY, servers=(0, 1, 2, 3)),
+        IOJob(JobTag("narrow", "bob", "physics", 2), STEADY, servers=(1, 2, 3)),
     )
     return Scenario("global", jobs, "jobs on servers 0-3 vs 1-3: global fairness needs sync")
 
@@ -125,7 +125,7 @@ def mix_from_rows(
     t0: float | None = None,
     seed: int = 0,
     max_nodes: int | None = None,
-) -> list[SimJob]:
+) -> list[IOJob]:
     """Jobs for the simulator: trace time ``t`` maps to simulated ``(t - t0) * time_scale``
     (t0 defaults to the earliest start); each job gets a profile from ``assign_profile``
     seeded by the seed and its id, so a job keeps its profile across runs and policies."""
@@ -142,7 +142,7 @@ def mix_from_rows(
         if end <= 0:
             continue
         jobs.append(
-            SimJob(
+            IOJob(
                 JobTag(r.job_id, r.user, r.group, nodes),
                 assign_profile(r, rng),
                 start=max(0.0, start),

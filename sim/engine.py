@@ -327,6 +327,19 @@ class Simulator:
             return why
         return "Resources" if st.order and st.order[0] is job else "Priority"
 
+    def never_started(self) -> dict[int, str]:
+        """Jobs still pending (with ``squeue``'s reason) or rejected (with why), by job id.
+
+        After :meth:`run` these are the jobs that can never start: larger than the cluster or
+        their partition, over a per-user limit on their own, past ``MaxTime``, or waiting on
+        a dependency that is never satisfied."""
+        st = self.state
+        out = {jid: f"rejected: {why}" for jid, why in st.rejected.items()}
+        for jid, job in st.pending.items():
+            big = job.units > self.total_units
+            out[jid] = "Resources (larger than the cluster)" if big else self.reason(jid)
+        return out
+
     def next_event_time(self) -> float:
         """Time of the next submission, job end or timer (inf when none remain)."""
         st = self.state
@@ -710,7 +723,9 @@ class Simulator:
                         tm += sched_int
                     if tm < t:
                         t = tm
-                if time_dep:
+                # once nothing runs and no event is left, priorities can no longer change
+                # which job starts: no more ticks, so a job that can never start ends the run
+                if time_dep and (heap or st.cursor < n or st.running):
                     tc = st.calc_next
                     if tc < t:
                         t = tc if tc > st.now else st.now

@@ -114,11 +114,11 @@ def _qos_limits(arg: str | None) -> QosLimits | None:
 
 
 def _note_held(sim, console: Console) -> None:  # type: ignore[no-untyped-def]
-    """Jobs rejected at submission and jobs a limit keeps pending for ever, by reason."""
+    """Jobs that never started (rejected at submission, or pending for ever), by reason."""
     counts: dict[str, int] = {}
-    whys = [f"rejected at submission: {why}" for why in sim.state.rejected.values()]
-    whys += [f"still pending: {sim.reason(jid)}" for jid in sim.state.pending]
-    for why in whys:
+    for why in sim.never_started().values():
+        why = why.replace("rejected:", "rejected at submission:")
+        why = why if why.startswith("rejected") else f"never started: {why}"
         counts[why] = counts.get(why, 0) + 1
     for why, n in sorted(counts.items()):
         console.print(f"[cyan]note:[/cyan] {n} jobs {why}", soft_wrap=True)

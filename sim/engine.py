@@ -30,6 +30,7 @@ from hpcbase.config import ConfigError
 from hpcbase.jobs import JobSpec, JobState
 from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
+from sim.availability import Availability
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
 from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES, REASON_SUBMIT, QosLimits
@@ -152,6 +153,7 @@ class Simulator:
         epoch: float | None = None,
         limits: QosLimits | None = None,
         cycle: BackfillCycle | None = None,
+        availability: Availability | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -216,6 +218,20 @@ class Simulator:
         )
         if self._pools is not None:
             self.state.seg_free = list(self._pools.seg_size)
+        self.state.cap = self.total_units
+        self.availability = availability
+        self._av_t: list[float] = []
+        self._av_u: list[int] = []
+        if availability is not None and availability.times:
+            if self._pools is not None:
+                raise ValueError("an availability timeline needs a single pool (no Nodes= split)")
+            if max(availability.units) > self.total_units:
+                raise ValueError(
+                    f"availability of {max(availability.units)} units exceeds the cluster's "
+                    f"{self.total_units}"
+                )
+            self._av_t = list(availability.times)
+            self._av_u = list(availability.units)
         if cycle is not None:
             if min(
                 cycle.phase, cycle.cost, cycle.end_latency, cycle.completing, cycle.epilog
@@ -346,6 +362,8 @@ class Simulator:
         t = st.heap[0][0] if st.heap else math.inf
         if st.cursor < self._arrays.n:
             t = min(t, float(self._arrays.submit[st.cursor]))
+        if st.av_at < len(self._av_t):
+            t = min(t, self._av_t[st.av_at])
         return t
 
     def advance(self, until: float) -> None:
@@ -698,12 +716,16 @@ class Simulator:
         time_dep = self.prio.time_dependent
         cycle = self.cycle
         end_main = cycle is None or cycle.main_on_end
+        av_t, av_u = self._av_t, self._av_u
+        n_av = len(av_t)
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
                 ts = submit_times[st.cursor]
                 if ts < t:
                     t = float(ts)
+            if st.av_at < n_av and av_t[st.av_at] < t:
+                t = av_t[st.av_at]
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
             if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
@@ -725,7 +747,7 @@ class Simulator:
                         t = tm
                 # once nothing runs and no event is left, priorities can no longer change
                 # which job starts: no more ticks, so a job that can never start ends the run
-                if time_dep and (heap or st.cursor < n or st.running):
+                if time_dep and (heap or st.cursor < n or st.running or st.av_at < n_av):
                     tc = st.calc_next
                     if tc < t:
                         t = tc if tc > st.now else st.now
@@ -797,6 +819,13 @@ class Simulator:
                             self._push(t + cycle.epilog, _KICK, None)
                 events = True
                 st.main_dirty = st.main_dirty or end_main
+            # 6. availability steps (drains, maintenance, nodes lent elsewhere)
+            while st.av_at < n_av and av_t[st.av_at] == t:
+                st.free += av_u[st.av_at] - st.cap
+                st.cap = av_u[st.av_at]
+                st.av_at += 1
+                events = True
+                st.main_dirty = True
             self._after_events(events)
 
     @staticmethod

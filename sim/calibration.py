@@ -204,7 +204,7 @@ def evaluate(
     trace: Trace, idx: np.ndarray, units: int, cfg: SlurmConfig, knobs: dict[str, float]
 ) -> Candidate:
     """Replay on ``units`` with ``knobs`` applied and compare the waits of jobs ``idx``."""
-    from sim.report import spearman
+    from sim.fidelity import spearman
 
     wait = simulated_waits(trace, units, with_knobs(cfg, knobs))[idx]
     rec = (trace.recorded_start - trace.submit)[idx]

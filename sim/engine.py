@@ -1104,7 +1104,9 @@ class Simulator:
         if lim.max_jobs_per_user is not None and jobs + 1 > lim.max_jobs_per_user:
             return REASON_JOBS
         nodes, cpus = self._tres(job)
-        if lim.max_nodes_per_user is not None:
+        if lim.max_nodes_per_user is not None and not (
+            lim.larger_jobs_exempt and nodes > lim.max_nodes_per_user
+        ):
             held = (use[1] if use else 0) + (more[1] if more else 0)
             if held + nodes > lim.max_nodes_per_user:
                 return REASON_NODES

@@ -261,18 +261,17 @@ def _work(task: tuple[int, dict[str, float]]) -> Candidate:
 
 
 def size_range(trace: Trace) -> tuple[int, int]:
-    """Default search range: the largest job .. 1.25 x the recorded peak concurrent use
-    (or 2 x the largest job when the trace records no starts)."""
+    """Default search range: the recorded peak concurrent use (a smaller cluster cannot have
+    run the recorded schedule) .. 1.25 x it; the largest job .. 2 x it when the trace records
+    no starts."""
+    from sim.availability import recorded_usage
+
     lo = int(trace.units.max())
-    rec = trace.recorded_start
-    ok = np.isfinite(rec)
-    if not ok.any():
+    peak = recorded_usage(trace).peak
+    if not peak:
         return lo, 2 * lo
-    t = np.concatenate([rec[ok], rec[ok] + trace.runtime[ok]])
-    d = np.concatenate([trace.units[ok], -trace.units[ok]])
-    order = np.lexsort((d, t))
-    peak = int(np.cumsum(d[order]).max())
-    return lo, max(lo + 1, math.ceil(1.25 * max(peak, lo)))
+    lo = max(lo, peak)
+    return lo, max(lo + 1, math.ceil(1.25 * lo))
 
 
 def calibrate(

@@ -76,3 +76,30 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
 def test_a_bad_profile_is_refused():
     with pytest.raises(ValueError, match="schema"):
         SiteProfile.from_json('{"schema": 99}')
+
+
+def test_fit_cli_stores_a_profile_that_replay_uses(tmp_path):
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from sim.fit_cli import main as fit_main
+    from sim.replay_cli import main as replay_main
+    from tests.sim.recorded import write_recorded
+
+    path = write_recorded(tmp_path / "rec.swf", units=24)
+
+    def run(main, *args):  # type: ignore[no-untyped-def]
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = main([*args])
+        return rc, out.getvalue(), err.getvalue()
+
+    rc, out, err = run(fit_main, str(path))
+    assert rc == 0, err
+    assert "held-out part" in out and (tmp_path / "rec.swf.profile.json").exists()
+    rc, out, err = run(replay_main, str(path), "--no-progress")
+    assert rc == 0 and "site profile" in err and "rec.swf.profile.json" in err
+    rc, out, err = run(replay_main, str(path), "--no-progress", "--no-profile")
+    assert rc == 0 and "no site profile (--no-profile)" in err
+    rc, out, err = run(fit_main, str(tmp_path / "missing.swf"))
+    assert rc == 2 and "missing.swf" in err

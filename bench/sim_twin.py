@@ -34,7 +34,7 @@ from rich.table import Table  # noqa: E402
 from sim.calibration import stored_units  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
-from sim.fidelity import Fidelity, fidelity, plot_cdfs  # noqa: E402
+from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman  # noqa: E402
 from sim.phases import gc_paused  # noqa: E402
 from sim.profile import fit, replay_waits, split  # noqa: E402
 from sim.traces.read import read_trace  # noqa: E402
@@ -111,6 +111,14 @@ def main(argv: list[str] | None = None) -> int:
             targets[f],
         )
     out.print(table)
+    # how far the simulator agrees with itself: the ranking of one jitter against another
+    # bounds what any comparison with the recorded ranking can reach
+    selfs = [spearman(waits[0], w) for w in waits[1:]]
+    if selfs:
+        out.print(
+            f"Spearman of jitter 0 against the others (the simulator's own chaos): "
+            f"{np.mean(selfs):.3f} (min {np.min(selfs):.3f})"
+        )
     met = {k: sum(f.targets()[k] for f in runs) for k in runs[0].targets()}
     verdict = ", ".join(f"{k} {v}/{len(runs)}" for k, v in met.items())
     out.print(f"targets met (of {len(runs)} jitters): {verdict}")

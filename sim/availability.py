@@ -81,24 +81,52 @@ def recorded_usage(trace: Trace) -> Usage:
     return Usage(times=t[last], units=level[last])
 
 
+def waiting_bins(trace: Trace, t0: float, step: float, n: int, after: float = 600.0) -> np.ndarray:
+    """Per bin of ``step`` from ``t0``, whether some job of the recorded schedule had been
+    waiting ``after`` seconds or more (submitted, not yet started) during it."""
+    rec = trace.recorded_start
+    ok = np.isfinite(rec) & (rec - trace.submit > after)
+    a = np.clip(((trace.submit[ok] + after - t0) // step).astype(np.int64), 0, n)
+    b = np.clip(((rec[ok] - t0) // step).astype(np.int64) + 1, 0, n)
+    d = np.zeros(n + 1, np.int64)
+    np.add.at(d, a, 1)
+    np.add.at(d, b, -1)
+    return np.cumsum(d)[:n] > 0
+
+
+def _sliding_max(a: np.ndarray, half: int) -> np.ndarray:
+    if half <= 0:
+        return a
+    padded = np.pad(a, half, constant_values=0)
+    return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).max(axis=1)
+
+
 def fitted(
-    usage: Usage, total: int, *, window: float, headroom: int = 0, step: float = 900.0
+    usage: Usage,
+    total: int,
+    *,
+    window: float,
+    headroom: int = 0,
+    step: float = 900.0,
+    waiting_trace: Trace | None = None,
+    waiting_window: float = 0.0,
 ) -> Availability:
     """The largest recorded use within ``window`` seconds around each moment (bins of
     ``step``) plus ``headroom``, at most ``total``: never below what the recorded schedule
-    used. After the recorded schedule the whole cluster is available."""
+    used. With ``waiting_trace`` (the log itself), while one of its jobs had been waiting
+    10 minutes or more, the nodes the schedule left idle were not available to it: there the
+    largest use within ``waiting_window`` (plus ``headroom``) only. After the recorded
+    schedule the whole cluster is available."""
     if not len(usage.times):
         return Availability((), ())
     t0 = math.floor(usage.times[0] / step) * step
     n = int(math.ceil((usage.times[-1] - t0) / step)) + 1
     peak = usage.binned_max(t0, step, n)
-    half = max(int(round(window / step / 2)), 0)
-    if half:
-        # sliding maximum over 2 half + 1 bins
-        padded = np.pad(peak, half, constant_values=0)
-        view = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
-        peak = view.max(axis=1)
-    avail = np.minimum(peak + headroom, total)
+    avail = _sliding_max(peak, int(round(window / step / 2))) + headroom
+    if waiting_trace is not None:
+        short = _sliding_max(peak, int(round(waiting_window / step / 2))) + headroom
+        avail = np.where(waiting_bins(waiting_trace, t0, step, n), np.minimum(short, avail), avail)
+    avail = np.minimum(avail, total)
     change = np.r_[True, avail[1:] != avail[:-1]]
     times = (t0 + step * np.flatnonzero(change)).tolist()
     units = avail[change].tolist()

@@ -54,6 +54,14 @@ PRIORITIES: dict[str, str] = {
     "fairshare-7d": "7-0",
 }
 DELAYS = (0.0, 1.0, 3.0)
+#: while recorded jobs waited: (window s, headroom as a share of the size); None: no clamp
+CLAMPS: tuple[tuple[float, float] | None, ...] = (
+    None,
+    (0.0, 0.0),
+    (0.0, 0.025),
+    (3600.0, 0.0),
+    (3600.0, 0.025),
+)
 
 
 class ProfileError(ValueError):
@@ -72,6 +80,7 @@ class SiteProfile:
     priority: str  # a PRIORITIES key
     batch_sched_delay: float
     window_s: float | None  # availability window; None: the whole cluster all the time
+    clamp: tuple[float, float] | None  # a CLAMPS entry
     limits: str  # sacctmgr Key=Value pairs ("" for none)
     larger_jobs_exempt: bool
     fit_until_s: float  # jobs submitted before were fitted on (seconds from t = 0)
@@ -112,10 +121,25 @@ class SiteProfile:
     def availability(self, trace: Trace) -> Availability | None:
         if self.window_s is None:
             return None
-        return fitted(recorded_usage(trace), self.units, window=self.window_s)
+        use = recorded_usage(trace)
+        if self.clamp is None:
+            return fitted(use, self.units, window=self.window_s)
+        window, share = self.clamp
+        return fitted(
+            use,
+            self.units,
+            window=self.window_s,
+            headroom=round(share * self.units),
+            waiting_trace=trace,
+            waiting_window=window,
+        )
 
     def describe(self) -> str:
         win = "none" if self.window_s is None else f"{self.window_s / 3600:g} h window"
+        if self.window_s is not None and self.clamp is not None:
+            win += (
+                f", while jobs waited {self.clamp[0] / 3600:g} h window + {100 * self.clamp[1]:g} %"
+            )
         return (
             f"{self.units} {self.unit}, priority {self.priority}, batch_sched_delay="
             f"{self.batch_sched_delay:g}, limits {self.limits or 'none'}, availability {win}"
@@ -134,6 +158,7 @@ class SiteProfile:
         if d.pop("schema", None) != SCHEMA:
             raise ValueError("unknown site profile schema")
         d.pop("slurm_conf", None)
+        d["clamp"] = tuple(d["clamp"]) if d.get("clamp") is not None else None
         if d["priority"] not in PRIORITIES:
             raise ValueError(f"unknown priority {d['priority']!r}")
         return cls(**d, path=path)
@@ -281,6 +306,7 @@ def fit(
         priority="fifo",
         batch_sched_delay=3.0,
         window_s=None,
+        clamp=None,
         limits="",
         larger_jobs_exempt=False,
         fit_until_s=cut,
@@ -289,7 +315,7 @@ def fit(
     scores: dict[tuple[object, ...], float] = {}
 
     def score(p: SiteProfile) -> float:
-        key = (p.priority, p.batch_sched_delay, p.window_s, p.limits)
+        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits)
         if key not in scores:
             f = fidelity(replay_waits(trace, p)[fit_mask], rec[fit_mask])
             scores[key] = loss(f)
@@ -306,6 +332,7 @@ def fit(
     axes: list[tuple[str, list[object]]] = [
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
+        ("clamp", list(CLAMPS)),
         ("priority", list(PRIORITIES)),
         ("batch_sched_delay", list(DELAYS)),
     ]

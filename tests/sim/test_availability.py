@@ -83,3 +83,9 @@ def test_the_fitted_timeline_is_never_below_the_recorded_use():
         for t, u in zip(use.times, use.units, strict=True):
             assert av.at(t, use.peak) >= u
     assert fitted(use, use.peak, window=0.0).units != fitted(use, use.peak, window=1e9).units
+    # held to the recorded use while jobs waited: tighter, still never below it
+    loose = fitted(use, use.peak, window=86_400.0)
+    tight = fitted(use, use.peak, window=86_400.0, waiting_trace=trace, waiting_window=0.0)
+    assert tight.units != loose.units
+    for t, u in zip(use.times, use.units, strict=True):
+        assert loose.at(t, use.peak) >= tight.at(t, use.peak) >= u

@@ -119,6 +119,16 @@ def main(argv: list[str] | None = None) -> int:
             f"Spearman of jitter 0 against the others (the simulator's own chaos): "
             f"{np.mean(selfs):.3f} (min {np.min(selfs):.3f})"
         )
+    # what limits the ranking: sub-minute order (Slurm's loop timing) and the long waits
+    w0 = waits[0]
+    tied = spearman(np.maximum(w0, 60.0), np.maximum(rec, 60.0))
+    long = rec >= 3600
+    out.print(
+        f"Spearman with every wait under 1 min tied: {tied:.3f}; over the {long.sum()} jobs "
+        f"that waited >= 1 h as recorded: {spearman(w0[long], rec[long]):.3f}; share of "
+        f"recorded waits under 1 min: {np.mean(rec < 60):.2f} (simulated "
+        f"{np.mean(w0 < 60):.2f})"
+    )
     met = {k: sum(f.targets()[k] for f in runs) for k in runs[0].targets()}
     verdict = ", ".join(f"{k} {v}/{len(runs)}" for k, v in met.items())
     out.print(f"targets met (of {len(runs)} jitters): {verdict}")

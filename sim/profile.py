@@ -337,7 +337,7 @@ def fit(
         ("batch_sched_delay", list(DELAYS)),
     ]
     best = prof
-    for _ in range(2):  # two rounds of coordinate descent
+    for _ in range(4):  # rounds of coordinate descent, until nothing changes
         changed = False
         for name, options in axes:
             for opt in options:

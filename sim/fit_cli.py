@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hpcbase.config import ConfigError
 from sim.fidelity import fidelity
-from sim.profile import FIT_FRACTION, ProfileError, fit, replay_waits, split, store
+from sim.profile import FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split, store
 from sim.traces.model import TraceError
 from sim.traces.read import read_trace
 
@@ -27,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=FIT_FRACTION,
         help="share of the log's span fitted on (default 2/3; the rest is held out)",
+    )
+    p.add_argument(
+        "--jitters",
+        type=int,
+        default=FIT_JITTERS,
+        help=f"replays per setting, run times jittered (default {FIT_JITTERS}; 1: exact)",
     )
     p.add_argument("--store-dir", type=Path, help="store the profile in this folder")
     p.add_argument("--no-store", action="store_true", help="print the profile only")
@@ -43,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         trace = read_trace(args.trace, fmt=args.format)
         with err.status("fitting") as status:
-            prof = fit(trace, fraction=args.fraction, progress=lambda s: status.update(s))
+            prof = fit(
+                trace,
+                fraction=args.fraction,
+                jitters=max(args.jitters, 1),
+                progress=lambda s: status.update(s),
+            )
     except (TraceError, ConfigError, ProfileError) as e:
         err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2

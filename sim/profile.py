@@ -8,11 +8,13 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
 - an availability timeline (sim/availability.py): the most units the recorded schedule used
   within a window around each moment, the window fitted;
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
-  least ``WALL_USERS`` users reach the same maximum and almost none pass it);
+  least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
+  at one of the largest per-user maxima (a soft limit a few users passed);
 - the priority: FIFO or a flat fair share with its decay half-life, and Slurm's
   ``batch_sched_delay``.
 
-The choices are made by coordinate descent on the fit part's error (:func:`loss`). The
+The choices are made on the fit part's error (:func:`loss`): every pair of limits and
+availability window, then coordinate descent over all settings. The
 result is a :class:`SiteProfile`, a ``slurm.conf`` subset plus ``sacctmgr`` limits with the
 trace's SHA-256, stored as ``NAME.profile.json`` where calibrations are
 (sim/calibration.py); ``hpcsim replay`` uses it by default.
@@ -54,6 +56,9 @@ PRIORITIES: dict[str, str] = {
     "fairshare-7d": "7-0",
 }
 DELAYS = (0.0, 1.0, 3.0)
+MAX_CAPS = 6
+FIT_JITTERS = 2
+JITTER = 0.02  # relative standard deviation of the run times (replay_waits)
 #: while recorded jobs waited: (window s, headroom as a share of the size); None: no clamp
 CLAMPS: tuple[tuple[float, float] | None, ...] = (
     None,
@@ -222,6 +227,22 @@ def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
     return QosLimits(max_jobs_per_user=lj, max_nodes_per_user=ln, larger_jobs_exempt=True)
 
 
+def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimits]:
+    """The per-user limits the fit tries: the walls (:func:`infer_limits`), and node caps at
+    the largest per-user maxima of at least a quarter of the cluster (a soft limit, passed
+    by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any."""
+    walls = infer_limits(trace, mask)
+    _, nodes = user_maxima(trace, mask)
+    caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
+    lj = walls.max_jobs_per_user if walls is not None else None
+    out = [walls] if walls is not None else []
+    for cap in caps[:MAX_CAPS]:
+        lim = QosLimits(max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True)
+        if lim not in out:
+            out.append(lim)
+    return out
+
+
 # ------------------------------------------------------------------ the fit
 
 
@@ -289,13 +310,16 @@ def fit(
     trace: Trace,
     *,
     fraction: float = FIT_FRACTION,
+    jitters: int = FIT_JITTERS,
     progress: Callable[[str], None] | None = None,
 ) -> SiteProfile:
-    """Fit a site profile on the first ``fraction`` of the trace (coordinate descent over
-    the limits, the availability window, the priority and ``batch_sched_delay``)."""
+    """Fit a site profile on the first ``fraction`` of the trace (the limits, the
+    availability window, the priority and ``batch_sched_delay``); each setting's loss is
+    the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
+    jitter when 1): near saturation one replay is chaotic."""
     fit_mask, _, cut = split(trace, fraction)
     units, peak = cluster_size(trace)
-    lim = infer_limits(trace, trace.submit < cut)
+    lims = limit_candidates(trace, trace.submit < cut, units)
     rec = trace.recorded_start - trace.submit
     prof = SiteProfile(
         trace=trace.source,
@@ -317,8 +341,15 @@ def fit(
     def score(p: SiteProfile) -> float:
         key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits)
         if key not in scores:
-            f = fidelity(replay_waits(trace, p)[fit_mask], rec[fit_mask])
-            scores[key] = loss(f)
+            runs = [
+                fidelity(
+                    replay_waits(trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s)[fit_mask],
+                    rec[fit_mask],
+                )
+                for s in range(jitters)
+            ]
+            f = runs[0]
+            scores[key] = float(np.mean([loss(r) for r in runs]))
             prof.steps.append({"setting": p.describe(), "loss": scores[key], **f.as_dict()})
             if progress is not None:
                 progress(f"loss {scores[key]:.3f}: {p.describe()}")
@@ -326,9 +357,7 @@ def fit(
 
     from dataclasses import replace
 
-    limit_options = [("", False)]
-    if lim is not None:
-        limit_options.append((lim.to_text(), True))
+    limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
     axes: list[tuple[str, list[object]]] = [
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
@@ -336,16 +365,28 @@ def fit(
         ("priority", list(PRIORITIES)),
         ("batch_sched_delay", list(DELAYS)),
     ]
-    best = prof
-    for _ in range(4):  # rounds of coordinate descent, until nothing changes
+
+    def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
+        if name == "limits":
+            text, exempt = cast(tuple[str, bool], opt)
+            return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
+        return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
+
+    # limits and availability interact most: start from the best pair of the two, then
+    # descend one setting at a time, in rounds until nothing changes
+    best = min(
+        (
+            with_option(with_option(prof, "limits", lim), "window_s", win)
+            for lim in limit_options
+            for win in WINDOWS
+        ),
+        key=score,
+    )
+    for _ in range(4):
         changed = False
         for name, options in axes:
             for opt in options:
-                if name == "limits":
-                    text, exempt = cast(tuple[str, bool], opt)
-                    cand = replace(best, limits=text, larger_jobs_exempt=exempt, steps=[])
-                else:
-                    cand = replace(best, steps=[], **cast(dict[str, Any], {name: opt}))
+                cand = with_option(best, name, opt)
                 if score(cand) < score(best) - 1e-9:
                     best, changed = cand, True
         if not changed:

@@ -36,7 +36,7 @@ from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
 from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman  # noqa: E402
 from sim.phases import gc_paused  # noqa: E402
-from sim.profile import fit, replay_waits, split  # noqa: E402
+from sim.profile import fit, replay_waits, split, store  # noqa: E402
 from sim.traces.read import read_trace  # noqa: E402
 
 FIELDS = ("spearman", "ks", "sim_median_h", "sim_mean_h", "sim_p90_h", "median_abs_h")
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--jitter", type=float, default=0.02, help="run-time jitter (relative sd)")
     p.add_argument("--plot", type=Path, help="held-out wait CDFs, .png")
+    p.add_argument("--store-dir", type=Path, help="also store the fitted profile there")
     args = p.parse_args(argv)
     out = Console(width=110)
     t0 = time.perf_counter()
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     with out.status("fitting the site profile on the first two thirds") as status:
         prof = fit(trace, progress=lambda s: status.update(f"fit: {s}"))
     out.print(f"profile: {prof.describe()} (fit loss {min(s['loss'] for s in prof.steps):.3f})")  # type: ignore[type-var]
+    if args.store_dir:
+        out.print(f"profile stored in {store(prof, args.trace, args.store_dir)}")
     base = fidelity(baseline_waits(trace)[held], rec)
     runs = []
     waits = []

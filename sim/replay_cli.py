@@ -93,9 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
 DEFAULT_WINDOW_S = 6 * 3600.0
 
 
-def _world(args, trace, cfg, total, limits, console):  # type: ignore[no-untyped-def]
+def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
     """The stored site profile's world, or the recorded schedule's bounds on the given one:
-    (total, cfg, limits, availability, what to note)."""
+    (total, cfg, limits, availability); notes on standard error say which."""
     from sim.availability import fitted, recorded_usage
     from sim.profile import load
 
@@ -105,6 +105,8 @@ def _world(args, trace, cfg, total, limits, console):  # type: ignore[no-untyped
         note = f"site profile {prof.path}: {prof.describe()}"
         console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
         return prof.units, prof.config(), prof.qos(), prof.availability(trace)
+    if size_from:
+        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     use = recorded_usage(trace)
     if not use.peak or Pools.active(cfg):
         return total, cfg, limits, None
@@ -224,12 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
         )
     total, cfg, size_from = _cluster_size(args, trace, cfg, total, embedded)
-    if size_from:
-        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     from sim.engine import Simulator
 
     try:
-        total, cfg, limits, avail = _world(args, trace, cfg, total, limits, console)
+        total, cfg, limits, avail = _world(args, trace, cfg, total, limits, console, size_from)
         sim = Simulator(trace, cfg, total_units=total, limits=limits, availability=avail)
         with timer.phase("simulate"), gc_paused():
             sim.run(progress=not args.no_progress and sys.stderr.isatty())

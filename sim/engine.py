@@ -141,6 +141,8 @@ class Simulator:
 
     Partitions whose ``Nodes=`` split the cluster make node pools (sim/pools.py): a job runs
     on its partition's nodes only. ``limits``: per-user QOS limits (sim/limits.py).
+    ``availability``: the units that may be allocated over time (sim/availability.py; one
+    pool only). :meth:`run` always returns; :meth:`never_started` lists what never ran.
     """
 
     def __init__(

@@ -103,3 +103,21 @@ def test_fit_cli_stores_a_profile_that_replay_uses(tmp_path):
     assert rc == 0 and "no site profile (--no-profile)" in err
     rc, out, err = run(fit_main, str(tmp_path / "missing.swf"))
     assert rc == 2 and "missing.swf" in err
+
+
+def test_a_job_larger_than_the_node_cap_is_exempt_only_when_asked():
+    from tests.sim.simhelpers import starts
+
+    # user 0: a 6-node job (over the 4-node cap on its own), then a 2-node one
+    rows = [(0, 100, 200, 6, 0), (10, 100, 200, 2, 0)]
+    exempt = Simulator(
+        make_trace(rows, total=10),
+        limits=QosLimits(max_nodes_per_user=4, larger_jobs_exempt=True),
+    )
+    exempt.run()
+    # the big job runs under another QOS; its nodes still count against the user's cap
+    assert starts(exempt) == {1: 0.0, 2: 100.0}
+    held = Simulator(make_trace(rows, total=10), limits=QosLimits(max_nodes_per_user=4))
+    held.run()
+    # batch_sched_delay (3 s) after its submission
+    assert starts(held) == {2: 13.0} and held.never_started() == {1: "QOSMaxNodePerUserLimit"}

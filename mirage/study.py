@@ -33,8 +33,9 @@ import numpy as np
 from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, queue_feature_list, unit_sizes
-from mirage.envs.world import ChainSpec, ChainWorld
+from mirage.envs.world import ChainSpec, ChainWorld, default_simulator
 from mirage.observation import DECISION_INTERVAL
+from sim.fidelity import fidelity
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -47,6 +48,32 @@ OVERLAP_BUDGET = 2.0
 
 def _log(msg: str) -> None:
     print(f"[study {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def world_fidelity(world: ChainWorld) -> str:
+    """The study's simulated world against the trace's recorded schedule, job by job
+    (``sim.fidelity``, the table ``hpcsim replay`` prints), as markdown; "" without
+    recorded starts."""
+    trace = world.trace
+    rec = trace.recorded_start - trace.submit
+    if not np.isfinite(rec).any():
+        return ""
+    sim = default_simulator(trace, world.total_units, 0)
+    sim.run()
+    wait = np.full(len(trace), np.nan)
+    for r in sim.records:
+        if r.trace_index >= 0:
+            wait[r.trace_index] = r.start - r.submit
+    rows = fidelity(wait, rec).rows()
+    lines = [
+        f"Fidelity of the simulated world ({world.total_units} units) against the recorded "
+        "schedule:",
+        "",
+        "| metric | simulated | recorded |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines) + "\n"
 
 
 def make_data(
@@ -521,6 +548,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [int(s) for s in args.chain_sizes.split(",")]
     world = build_world(args, True, unit_sizes(args.total_units)[0])
+    world_fid = world_fidelity(world)
+    if world_fid:
+        _log(world_fid)
     have_data = all((out / "data" / f"{s}.parquet").exists() for s in ("train", "validation"))
     worlds = [world] + [
         build_world(args, True, u)
@@ -594,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if drop
             else []
         ),
+        world_fid,
         seed_markdown(validation, "Validation (where models and thresholds were chosen)"),
         gate,
     ]

@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="trace with recorded start times (SWF with waits, sacct, CSV)")
     p.add_argument("--slurm-conf", type=Path, help="slurm.conf whose scheduling settings to use")
     p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
-    p.add_argument("--min", type=int, dest="lo", help="smallest size to try (default: largest job)")
+    p.add_argument(
+        "--min", type=int, dest="lo", help="smallest size to try (default: the recorded peak)"
+    )
     p.add_argument(
         "--max",
         type=int,

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -49,6 +50,7 @@ KNOBS = (
     "max_age",
 )
 DEFAULT_WARMUP = 0.1
+T = TypeVar("T")
 
 
 class CalibrationError(ValueError):
@@ -204,7 +206,7 @@ def evaluate(
     trace: Trace, idx: np.ndarray, units: int, cfg: SlurmConfig, knobs: dict[str, float]
 ) -> Candidate:
     """Replay on ``units`` with ``knobs`` applied and compare the waits of jobs ``idx``."""
-    from sim.report import spearman
+    from sim.fidelity import spearman
 
     wait = simulated_waits(trace, units, with_knobs(cfg, knobs))[idx]
     rec = (trace.recorded_start - trace.submit)[idx]
@@ -259,18 +261,17 @@ def _work(task: tuple[int, dict[str, float]]) -> Candidate:
 
 
 def size_range(trace: Trace) -> tuple[int, int]:
-    """Default search range: the largest job .. 1.25 x the recorded peak concurrent use
-    (or 2 x the largest job when the trace records no starts)."""
+    """Default search range: the recorded peak concurrent use (a smaller cluster cannot have
+    run the recorded schedule) .. 1.25 x it; the largest job .. 2 x it when the trace records
+    no starts."""
+    from sim.availability import recorded_usage
+
     lo = int(trace.units.max())
-    rec = trace.recorded_start
-    ok = np.isfinite(rec)
-    if not ok.any():
+    peak = recorded_usage(trace).peak
+    if not peak:
         return lo, 2 * lo
-    t = np.concatenate([rec[ok], rec[ok] + trace.runtime[ok]])
-    d = np.concatenate([trace.units[ok], -trace.units[ok]])
-    order = np.lexsort((d, t))
-    peak = int(np.cumsum(d[order]).max())
-    return lo, max(lo + 1, math.ceil(1.25 * max(peak, lo)))
+    lo = max(lo, peak)
+    return lo, max(lo + 1, math.ceil(1.25 * lo))
 
 
 def calibrate(
@@ -386,38 +387,61 @@ def store(
     """Write the calibration atomically: into ``directory`` when given, else beside the
     trace (``NAME.calibration.json``) when that folder is writable, else the user cache
     (``calibrations/SHA256.json``). Returns the path; raises ``OSError``."""
-    trace_path = Path(trace_path)
-    if directory is not None:
-        target = directory / (trace_path.name + SUFFIX)
-    elif dir_writable(trace_path.parent):
-        target = trace_path.with_name(trace_path.name + SUFFIX)
-    else:
-        target = user_cache_dir() / "calibrations" / f"{cal.sha256}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, cal.to_json().encode())
+    target = store_beside(cal.to_json(), cal.sha256, trace_path, SUFFIX, "calibrations", directory)
     cal.path = str(target)
     return target
 
 
-def load(trace: Trace) -> Calibration | None:
-    """The stored calibration made from this trace's file content, or None."""
+def store_beside(
+    text: str,
+    digest: str,
+    trace_path: str | os.PathLike[str],
+    suffix: str,
+    cache_dir: str,
+    directory: Path | None = None,
+) -> Path:
+    """Write ``text`` atomically into ``directory`` (``NAME{suffix}``) when given, else beside
+    the trace when that folder is writable, else the user cache (``{cache_dir}/DIGEST.json``).
+    The one place calibrations and site profiles (sim/profile.py) are stored."""
+    trace_path = Path(trace_path)
+    if directory is not None:
+        target = directory / (trace_path.name + suffix)
+    elif dir_writable(trace_path.parent):
+        target = trace_path.with_name(trace_path.name + suffix)
+    else:
+        target = user_cache_dir() / cache_dir / f"{digest}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, text.encode())
+    return target
+
+
+def find_stored(
+    trace: Trace, suffix: str, cache_dir: str, parse: Callable[[str, str], T]
+) -> T | None:
+    """The stored entry made from this trace's file content (``parse(text, path)`` has a
+    ``sha256``): beside the trace, in the user cache, or shipped in ``sim/data``."""
     digest = trace.digest or _file_digest(trace.source)
     if not digest:
         return None
     places: list[Path] = []
     if trace.source:
         src = Path(trace.source)
-        places.append(src.with_name(src.name + SUFFIX))
-    places.append(user_cache_dir() / "calibrations" / f"{digest}.json")
-    places += sorted(PACKAGE_DIR.glob("*" + SUFFIX))
+        places.append(src.with_name(src.name + suffix))
+    places.append(user_cache_dir() / cache_dir / f"{digest}.json")
+    places += sorted(PACKAGE_DIR.glob("*" + suffix))
     for p in places:
         try:
-            cal = Calibration.from_json(p.read_text(), str(p))
+            entry = parse(p.read_text(), str(p))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if cal.sha256 == digest:
-            return cal
+        if getattr(entry, "sha256", None) == digest:
+            return entry
     return None
+
+
+def load(trace: Trace) -> Calibration | None:
+    """The stored calibration made from this trace's file content, or None."""
+    return find_stored(trace, SUFFIX, "calibrations", Calibration.from_json)
 
 
 def stored_units(trace: Trace) -> int | None:

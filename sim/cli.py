@@ -12,6 +12,7 @@ COMMANDS = {
         "sim.calibrate_cli",
         "find the cluster size that reproduces a trace's recorded waits",
     ),
+    "fit": ("sim.fit_cli", "infer a site profile (size, availability, limits...) from a log"),
     "generate": ("sim.generate", "write a synthetic Lublin-Feitelson-like workload (SWF)"),
 }
 

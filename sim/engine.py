@@ -30,6 +30,7 @@ from hpcbase.config import ConfigError
 from hpcbase.jobs import JobSpec, JobState
 from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
+from sim.availability import Availability
 from sim.config import SlurmConfig
 from sim.dependency import Dependency, parse_dependency
 from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES, REASON_SUBMIT, QosLimits
@@ -140,6 +141,8 @@ class Simulator:
 
     Partitions whose ``Nodes=`` split the cluster make node pools (sim/pools.py): a job runs
     on its partition's nodes only. ``limits``: per-user QOS limits (sim/limits.py).
+    ``availability``: the units that may be allocated over time (sim/availability.py; one
+    pool only). :meth:`run` always returns; :meth:`never_started` lists what never ran.
     """
 
     def __init__(
@@ -152,6 +155,7 @@ class Simulator:
         epoch: float | None = None,
         limits: QosLimits | None = None,
         cycle: BackfillCycle | None = None,
+        availability: Availability | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -216,6 +220,20 @@ class Simulator:
         )
         if self._pools is not None:
             self.state.seg_free = list(self._pools.seg_size)
+        self.state.cap = self.total_units
+        self.availability = availability
+        self._av_t: list[float] = []
+        self._av_u: list[int] = []
+        if availability is not None and availability.times:
+            if self._pools is not None:
+                raise ValueError("an availability timeline needs a single pool (no Nodes= split)")
+            if max(availability.units) > self.total_units:
+                raise ValueError(
+                    f"availability of {max(availability.units)} units exceeds the cluster's "
+                    f"{self.total_units}"
+                )
+            self._av_t = list(availability.times)
+            self._av_u = list(availability.units)
         if cycle is not None:
             if min(
                 cycle.phase, cycle.cost, cycle.end_latency, cycle.completing, cycle.epilog
@@ -327,12 +345,27 @@ class Simulator:
             return why
         return "Resources" if st.order and st.order[0] is job else "Priority"
 
+    def never_started(self) -> dict[int, str]:
+        """Jobs still pending (with ``squeue``'s reason) or rejected (with why), by job id.
+
+        After :meth:`run` these are the jobs that can never start: larger than the cluster or
+        their partition, over a per-user limit on their own, past ``MaxTime``, or waiting on
+        a dependency that is never satisfied."""
+        st = self.state
+        out = {jid: f"rejected: {why}" for jid, why in st.rejected.items()}
+        for jid, job in st.pending.items():
+            big = job.units > self.total_units
+            out[jid] = "Resources (larger than the cluster)" if big else self.reason(jid)
+        return out
+
     def next_event_time(self) -> float:
         """Time of the next submission, job end or timer (inf when none remain)."""
         st = self.state
         t = st.heap[0][0] if st.heap else math.inf
         if st.cursor < self._arrays.n:
             t = min(t, float(self._arrays.submit[st.cursor]))
+        if st.av_at < len(self._av_t):
+            t = min(t, self._av_t[st.av_at])
         return t
 
     def advance(self, until: float) -> None:
@@ -685,12 +718,16 @@ class Simulator:
         time_dep = self.prio.time_dependent
         cycle = self.cycle
         end_main = cycle is None or cycle.main_on_end
+        av_t, av_u = self._av_t, self._av_u
+        n_av = len(av_t)
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
                 ts = submit_times[st.cursor]
                 if ts < t:
                     t = float(ts)
+            if st.av_at < n_av and av_t[st.av_at] < t:
+                t = av_t[st.av_at]
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
             if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
@@ -710,7 +747,9 @@ class Simulator:
                         tm += sched_int
                     if tm < t:
                         t = tm
-                if time_dep:
+                # once nothing runs and no event is left, priorities can no longer change
+                # which job starts: no more ticks, so a job that can never start ends the run
+                if time_dep and (heap or st.cursor < n or st.running or st.av_at < n_av):
                     tc = st.calc_next
                     if tc < t:
                         t = tc if tc > st.now else st.now
@@ -782,6 +821,13 @@ class Simulator:
                             self._push(t + cycle.epilog, _KICK, None)
                 events = True
                 st.main_dirty = st.main_dirty or end_main
+            # 6. availability steps (drains, maintenance, nodes lent elsewhere)
+            while st.av_at < n_av and av_t[st.av_at] == t:
+                st.free += av_u[st.av_at] - st.cap
+                st.cap = av_u[st.av_at]
+                st.av_at += 1
+                events = True
+                st.main_dirty = True
             self._after_events(events)
 
     @staticmethod
@@ -1060,7 +1106,9 @@ class Simulator:
         if lim.max_jobs_per_user is not None and jobs + 1 > lim.max_jobs_per_user:
             return REASON_JOBS
         nodes, cpus = self._tres(job)
-        if lim.max_nodes_per_user is not None:
+        if lim.max_nodes_per_user is not None and not (
+            lim.larger_jobs_exempt and nodes > lim.max_nodes_per_user
+        ):
             held = (use[1] if use else 0) + (more[1] if more else 0)
             if held + nodes > lim.max_nodes_per_user:
                 return REASON_NODES

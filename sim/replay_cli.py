@@ -1,10 +1,14 @@
 """``hpcsim replay``: replay a trace through the simulator, report and plot.
 
-Without ``--nodes`` the cluster size is that of the partitions' node pools when the
-``--slurm-conf`` splits the cluster (``PartitionName=... Nodes=...``), else the trace's
-stored calibration (``hpcsim calibrate``), else the trace's own (SWF ``MaxProcs``), else the
-largest job. ``--qos-limits`` sets per-user QOS limits (sim/limits.py). When the trace
-records start times the report sets the simulated waits beside the recorded ones.
+By default the trace's stored site profile (``hpcsim fit``: size, availability timeline,
+per-user limits, priority) is used, unless ``--nodes``, ``--slurm-conf`` or ``--qos-limits``
+is given or ``--no-profile``. Otherwise the cluster size is ``--nodes``, else that of the
+partitions' node pools when the ``--slurm-conf`` splits the cluster (``PartitionName=...
+Nodes=...``), else the trace's stored calibration (``hpcsim calibrate``), else the trace's
+own (SWF ``MaxProcs``), else the largest job. When the trace records start times the cluster
+is never smaller than the recorded schedule's peak use, and without a profile the nodes
+available follow the recorded use (the most used within 6 h around each moment): the
+recorded schedule always fits. The report sets the simulated waits beside the recorded ones.
 """
 
 from __future__ import annotations
@@ -76,8 +80,58 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help="write each phase's wall/CPU seconds and peak memory as JSON",
     )
+    p.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="ignore the trace's stored site profile (hpcsim fit)",
+    )
     p.add_argument("--no-progress", action="store_true")
     return p
+
+
+#: without a profile, the availability window around each moment (sim/availability.py)
+DEFAULT_WINDOW_S = 6 * 3600.0
+
+
+def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
+    """The stored site profile's world, or the recorded schedule's bounds on the given one:
+    (total, cfg, limits, availability); notes on standard error say which."""
+    from sim.availability import fitted, recorded_usage
+    from sim.profile import load
+
+    explicit = args.nodes or args.slurm_conf or args.qos_limits
+    prof = None if explicit or args.no_profile else load(trace)
+    if prof is not None:
+        note = f"site profile {prof.path}: {prof.describe()}"
+        console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
+        return prof.units, prof.config(), prof.qos(), prof.availability(trace)
+    if size_from:
+        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
+    use = recorded_usage(trace)
+    if not use.peak or Pools.active(cfg):
+        return total, cfg, limits, None
+    why = "--no-profile" if args.no_profile else "none stored; make one with `hpcsim fit TRACE`"
+    why = "options given" if explicit else why
+    console.print(f"[cyan]note:[/cyan] no site profile ({why})", soft_wrap=True)
+    total = total or trace.total_units
+    if total is not None and total < use.peak:
+        if args.nodes:
+            raise ConfigError(
+                f"--nodes {args.nodes}: the recorded schedule used {use.peak} {trace.unit} at "
+                f"t={use.peak_time / 86400:.2f} days; a smaller cluster cannot have run it"
+            )
+        console.print(
+            f"[cyan]note:[/cyan] size raised from {total} to the recorded peak of {use.peak} "
+            f"{trace.unit} (a smaller cluster cannot have run the recorded schedule)",
+            soft_wrap=True,
+        )
+    total = max(total or 0, use.peak)
+    console.print(
+        f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "
+        f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment",
+        soft_wrap=True,
+    )
+    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S)
 
 
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]
@@ -114,11 +168,11 @@ def _qos_limits(arg: str | None) -> QosLimits | None:
 
 
 def _note_held(sim, console: Console) -> None:  # type: ignore[no-untyped-def]
-    """Jobs rejected at submission and jobs a limit keeps pending for ever, by reason."""
+    """Jobs that never started (rejected at submission, or pending for ever), by reason."""
     counts: dict[str, int] = {}
-    whys = [f"rejected at submission: {why}" for why in sim.state.rejected.values()]
-    whys += [f"still pending: {sim.reason(jid)}" for jid in sim.state.pending]
-    for why in whys:
+    for why in sim.never_started().values():
+        why = why.replace("rejected:", "rejected at submission:")
+        why = why if why.startswith("rejected") else f"never started: {why}"
         counts[why] = counts.get(why, 0) + 1
     for why, n in sorted(counts.items()):
         console.print(f"[cyan]note:[/cyan] {n} jobs {why}", soft_wrap=True)
@@ -172,12 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
         )
     total, cfg, size_from = _cluster_size(args, trace, cfg, total, embedded)
-    if size_from:
-        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     from sim.engine import Simulator
 
     try:
-        sim = Simulator(trace, cfg, total_units=total, limits=limits)
+        total, cfg, limits, avail = _world(args, trace, cfg, total, limits, console, size_from)
+        sim = Simulator(trace, cfg, total_units=total, limits=limits, availability=avail)
         with timer.phase("simulate"), gc_paused():
             sim.run(progress=not args.no_progress and sys.stderr.isatty())
     except ConfigError as e:

@@ -11,6 +11,9 @@ import numpy as np
 import pandas as pd
 
 from sim.engine import Simulator
+from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman
+
+__all__ = ["spearman"]  # re-exported for callers of the old place
 
 BSLD_THRESHOLD = 10.0  # seconds; the usual bound for bounded slowdown
 #: The report warns when simulated and recorded mean waits differ by more than this factor.
@@ -156,6 +159,8 @@ class Comparison:
     recorded: WaitStats
     median_abs_error_h: float
     spearman: float
+    ks: float
+    fidelity: Fidelity
 
     @property
     def mean_ratio(self) -> float:
@@ -188,6 +193,7 @@ class Comparison:
             ("utilisation", f"{100 * s.utilisation:.1f} %", f"{100 * r.utilisation:.1f} %"),
             ("per job: median |simulated - recorded| wait", f"{self.median_abs_error_h:.2f} h", ""),
             ("per job: rank correlation of waits (Spearman)", f"{self.spearman:.3f}", ""),
+            ("KS distance of the wait distributions", f"{self.ks:.3f}", ""),
         ]
 
 
@@ -212,24 +218,16 @@ def compare(df: pd.DataFrame, total_units: int) -> Comparison | None:
     rec_wait = sub["recorded_wait"].to_numpy()
     sim_run = (sub["end"] - sub["start"]).to_numpy()
     rec_run = (sub["recorded_end"] - sub["recorded_start"]).to_numpy()
+    fid = fidelity(sim_wait, rec_wait)
     return Comparison(
         jobs=int(both.sum()),
         simulated=WaitStats.of(sim_wait, sim_run, units, submit, total_units),
         recorded=WaitStats.of(rec_wait, rec_run, units, submit, total_units),
-        median_abs_error_h=float(np.median(np.abs(sim_wait - rec_wait))) / 3600,
-        spearman=spearman(sim_wait, rec_wait),
+        median_abs_error_h=fid.median_abs_h,
+        spearman=fid.spearman,
+        ks=fid.ks,
+        fidelity=fid,
     )
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation (average ranks for ties); NaN when either is constant."""
-    if a.size < 2:
-        return math.nan
-    ra = pd.Series(a).rank(method="average").to_numpy()
-    rb = pd.Series(b).rank(method="average").to_numpy()
-    if ra.std() == 0 or rb.std() == 0:
-        return math.nan
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def write_schedule(df: pd.DataFrame, path: Path) -> None:
@@ -260,7 +258,7 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def plot(df: pd.DataFrame, total_units: int, path: Path, title: str = "") -> None:
-    """Utilisation over time and the wait-time distribution."""
+    """Utilisation over time and the simulated and (where recorded) the recorded wait CDFs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -276,11 +274,9 @@ def plot(df: pd.DataFrame, total_units: int, path: Path, title: str = "") -> Non
         busy = np.cumsum(d[o]) / total_units
         last = np.r_[ts[1:] != ts[:-1], True]  # the level after all changes at one time
         ax1.step(ts[last] / 86400, 100 * busy[last], where="post", lw=0.6)
-        w = np.sort(ran["wait"].to_numpy()) / 3600
-        ax2.plot(w, np.arange(1, len(w) + 1) / len(w))
-        ax2.set_xscale("symlog", linthresh=0.1)
+        rec = ran["recorded_wait"] if "recorded_wait" in ran else ran["wait"] * np.nan
+        plot_cdfs(ax2, ran["wait"].to_numpy(), rec.to_numpy())
     ax1.set(xlabel="day", ylabel="units busy (%)", title="utilisation", ylim=(0, 105))
-    ax2.set(xlabel="wait (h)", ylabel="fraction of jobs", title="wait CDF")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

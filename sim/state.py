@@ -120,3 +120,5 @@ class SimState:
     # per user, for QOS limits: [running jobs, nodes, CPUs, pending + running jobs]
     user_use: dict[int, list[int]] = field(default_factory=dict)
     rejected: dict[int, str] = field(default_factory=dict)  # job id -> why it was rejected
+    cap: int = 0  # units available now (sim/availability.py; the cluster's size without)
+    av_at: int = 0  # the next availability step

@@ -318,8 +318,9 @@ def _build(
         total_units = _header_int(header, "maxprocs") or _header_int(header, "maxnodes")
         if total_units is None and t.shape[0]:
             diag.note(
-                "no MaxProcs/MaxNodes header: the machine size is the largest job's "
-                f"({int(size[keep].max())} procs); give the real size (--nodes)"
+                "no MaxProcs/MaxNodes header: the machine size is the recorded schedule's "
+                f"peak use, else the largest job's ({int(size[keep].max())} procs); give "
+                "the real size (--nodes)"
             )
     unix_start = _header_int(header, "unixstarttime")
     epoch = unix_start or 0

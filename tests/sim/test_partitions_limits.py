@@ -339,7 +339,7 @@ def test_replay_cli_with_node_pools_and_qos_limits(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert "cluster size from the partitions' Nodes=" in res.stderr
-    assert "1 jobs still pending: PartitionTimeLimit" in res.stderr
+    assert "1 jobs never started: PartitionTimeLimit" in res.stderr
     lines = out.read_text().splitlines()[1:]
     got = {int(r.split(",")[0]): float(r.split(",")[6]) for r in lines}
     assert got == {1: 0.0, 2: 0.0, 4: 100.0}  # job 4: same user as job 1 (MaxJobsPerUser=1)

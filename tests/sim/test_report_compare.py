@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sim.availability import recorded_usage
 from sim.replay_cli import main as replay
 from sim.report import compare, spearman
+from sim.traces.read import read_trace
 from tests.sim.recorded import write_recorded
 
 
@@ -97,9 +99,40 @@ def test_replay_reproduces_a_schedule_it_recorded(tmp_path):
     assert c.simulated == c.recorded
 
 
-def test_replay_on_a_smaller_cluster_warns(tmp_path):
+def test_replay_on_a_cluster_smaller_than_the_recorded_schedule_is_refused(tmp_path):
     trace = write_recorded(tmp_path / "rec.swf", units=32)
-    rc, out, err = run_replay(str(trace), "--nodes", "20")
-    assert rc == 0
-    assert "x the recorded" in err and "hpcsim calibrate" in err
-    assert "jobs with a recorded start" in out
+    peak = recorded_usage(read_trace(str(trace))).peak
+    rc, out, err = run_replay(str(trace), "--nodes", str(peak - 1))
+    assert rc == 2
+    assert f"the recorded schedule used {peak} procs" in err and "cannot have run it" in err
+
+
+def test_a_headerless_log_replays_on_its_recorded_peak_never_above_100_percent(tmp_path):
+    trace = write_recorded(tmp_path / "rec.swf", units=32)
+    text = "\n".join(ln for ln in trace.read_text().splitlines() if not ln.startswith(";"))
+    bare = tmp_path / "bare.swf"
+    bare.write_text(text + "\n")
+    peak = recorded_usage(read_trace(str(bare))).peak
+    rc, out, err = run_replay(str(bare))
+    assert rc == 0, err
+    assert "size raised from" in err and f"on {peak} procs" in out
+    assert "KS distance" in out
+    util = [ln for ln in out.splitlines() if ln.startswith("│ utilisation")][-1]
+    rec_util = float(util.split("│")[3].strip().rstrip("%").strip())
+    assert rec_util <= 100
+
+
+def test_a_log_without_recorded_starts_replays_as_before(tmp_path):
+    trace = write_recorded(tmp_path / "rec.swf", units=32)
+    lines = trace.read_text().splitlines()
+    rows = [ln.split() for ln in lines if not ln.startswith(";")]
+    for r in rows:
+        r[2] = "-1"  # wait unknown
+    plain = tmp_path / "plain.swf"
+    head = [ln for ln in lines if ln.startswith(";")]
+    plain.write_text("\n".join(head + [" ".join(r) for r in rows]) + "\n")
+    rc, out, err = run_replay(str(plain))
+    assert rc == 0, err
+    # as before issue 23: no header, so the largest job's size, and no comparison
+    largest = int(read_trace(str(plain)).units.max())
+    assert f"on {largest} procs" in out and "recorded" not in out and "availability" not in err

@@ -1,0 +1,135 @@
+"""Units available over time: the recorded schedule's use and a timeline fitted to it.
+
+A site's nodes are not all schedulable all the time (drains, maintenance, nodes lent to
+queues the log does not list). :class:`Availability` is a step function the engine applies
+natively (``Simulator(availability=...)``): from ``times[i]`` on, ``units[i]`` units may be
+allocated; before the first step the whole cluster. When it drops below what is running, no
+job starts until enough have ended (Slurm's drain). :func:`recorded_usage` is what a log's
+recorded schedule held at each moment; :func:`fitted` is a timeline never below it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.traces.model import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """Units available from ``times[i]`` (seconds from t = 0, ascending) on."""
+
+    times: tuple[float, ...]
+    units: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.times) != len(self.units):
+            raise ValueError("availability: times and units differ in length")
+        if any(b <= a for a, b in zip(self.times, self.times[1:], strict=False)):
+            raise ValueError("availability: times must be strictly ascending")
+        if any(u < 0 for u in self.units):
+            raise ValueError("availability: units must be >= 0")
+
+    def at(self, t: float, total: int) -> int:
+        """Units available at ``t`` (``total`` before the first step)."""
+        i = int(np.searchsorted(np.asarray(self.times), t, side="right")) - 1
+        return total if i < 0 else self.units[i]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The recorded schedule's units in use: ``units[i]`` from ``times[i]`` on."""
+
+    times: np.ndarray
+    units: np.ndarray
+
+    @property
+    def peak(self) -> int:
+        return int(self.units.max()) if len(self.units) else 0
+
+    @property
+    def peak_time(self) -> float:
+        return float(self.times[int(np.argmax(self.units))]) if len(self.units) else math.nan
+
+    def binned_max(self, t0: float, step: float, n: int) -> np.ndarray:
+        """The largest use in each of ``n`` bins ``[t0 + k step, t0 + (k+1) step)``."""
+        edges = t0 + step * np.arange(n)
+        at = np.searchsorted(self.times, edges, side="right") - 1
+        out = np.where(at >= 0, self.units[np.maximum(at, 0)], 0).astype(np.int64)
+        k = ((self.times - t0) // step).astype(np.int64)
+        ok = (k >= 0) & (k < n)
+        np.maximum.at(out, k[ok], self.units[ok])
+        return out
+
+
+def recorded_usage(trace: Trace) -> Usage:
+    """Units the recorded schedule held at each moment (jobs with a recorded start)."""
+    ok = np.isfinite(trace.recorded_start)
+    start = trace.recorded_start[ok]
+    end = start + np.maximum(trace.runtime[ok], 0)
+    units = trace.units[ok].astype(np.int64)
+    t = np.concatenate([start, end])
+    d = np.concatenate([units, -units])
+    order = np.lexsort((d, t))  # at equal times ends (negative) first
+    t, d = t[order], d[order]
+    level = np.cumsum(d)
+    # keep the level after the last change at each time
+    last = np.r_[t[1:] != t[:-1], True] if len(t) else np.zeros(0, bool)
+    return Usage(times=t[last], units=level[last])
+
+
+def waiting_bins(trace: Trace, t0: float, step: float, n: int, after: float = 600.0) -> np.ndarray:
+    """Per bin of ``step`` from ``t0``, whether some job of the recorded schedule had been
+    waiting ``after`` seconds or more (submitted, not yet started) during it."""
+    rec = trace.recorded_start
+    ok = np.isfinite(rec) & (rec - trace.submit > after)
+    a = np.clip(((trace.submit[ok] + after - t0) // step).astype(np.int64), 0, n)
+    b = np.clip(((rec[ok] - t0) // step).astype(np.int64) + 1, 0, n)
+    d = np.zeros(n + 1, np.int64)
+    np.add.at(d, a, 1)
+    np.add.at(d, b, -1)
+    return np.cumsum(d)[:n] > 0
+
+
+def _sliding_max(a: np.ndarray, half: int) -> np.ndarray:
+    if half <= 0:
+        return a
+    padded = np.pad(a, half, constant_values=0)
+    return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).max(axis=1)
+
+
+def fitted(
+    usage: Usage,
+    total: int,
+    *,
+    window: float,
+    headroom: int = 0,
+    step: float = 900.0,
+    waiting_trace: Trace | None = None,
+    waiting_window: float = 0.0,
+) -> Availability:
+    """The largest recorded use within ``window`` seconds around each moment (bins of
+    ``step``) plus ``headroom``, at most ``total``: never below what the recorded schedule
+    used. With ``waiting_trace`` (the log itself), while one of its jobs had been waiting
+    10 minutes or more, the nodes the schedule left idle were not available to it: there the
+    largest use within ``waiting_window`` (plus ``headroom``) only. After the recorded
+    schedule the whole cluster is available."""
+    if not len(usage.times):
+        return Availability((), ())
+    t0 = math.floor(usage.times[0] / step) * step
+    n = int(math.ceil((usage.times[-1] - t0) / step)) + 1
+    peak = usage.binned_max(t0, step, n)
+    avail = _sliding_max(peak, int(round(window / step / 2))) + headroom
+    if waiting_trace is not None:
+        short = _sliding_max(peak, int(round(waiting_window / step / 2))) + headroom
+        avail = np.where(waiting_bins(waiting_trace, t0, step, n), np.minimum(short, avail), avail)
+    avail = np.minimum(avail, total)
+    change = np.r_[True, avail[1:] != avail[:-1]]
+    times = (t0 + step * np.flatnonzero(change)).tolist()
+    units = avail[change].tolist()
+    times.append(t0 + step * n)
+    units.append(total)
+    return Availability(tuple(float(x) for x in times), tuple(int(u) for u in units))

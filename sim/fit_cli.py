@@ -1,0 +1,94 @@
+"""``hpcsim fit``: infer a site profile from a log's first two thirds (sim/profile.py) and
+store it, so that ``hpcsim replay`` uses it by default."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from hpcbase.config import ConfigError
+from sim.fidelity import fidelity
+from sim.profile import FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split, store
+from sim.traces.model import TraceError
+from sim.traces.read import read_trace
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hpcsim fit", description=__doc__)
+    p.add_argument("trace", help="trace file with recorded start times (SWF, sacct or CSV)")
+    p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
+    p.add_argument(
+        "--fraction",
+        type=float,
+        default=FIT_FRACTION,
+        help="share of the log's span fitted on (default 2/3; the rest is held out)",
+    )
+    p.add_argument(
+        "--jitters",
+        type=int,
+        default=FIT_JITTERS,
+        help=f"replays per setting, run times jittered (default {FIT_JITTERS}; 1: exact)",
+    )
+    p.add_argument("--store-dir", type=Path, help="store the profile in this folder")
+    p.add_argument("--no-store", action="store_true", help="print the profile only")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    err = Console(stderr=True)
+    out = Console(width=None if sys.stdout.isatty() else 130)
+    if not 0.2 <= args.fraction <= 1:
+        err.print("[red]error:[/red] --fraction must be within 0.2 .. 1")
+        return 2
+    try:
+        trace = read_trace(args.trace, fmt=args.format)
+        with err.status("fitting") as status:
+            prof = fit(
+                trace,
+                fraction=args.fraction,
+                jitters=max(args.jitters, 1),
+                progress=lambda s: status.update(s),
+            )
+    except (TraceError, ConfigError, ProfileError) as e:
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        return 2
+    steps = Table(title=f"{Path(args.trace).name}: settings tried on the fit part")
+    for col in ("setting", "loss", "mean h", "p90 h", "Spearman", "KS"):
+        steps.add_column(col, justify="left" if col == "setting" else "right")
+    for s in prof.steps:
+        steps.add_row(
+            str(s["setting"]),
+            f"{s['loss']:.3f}",
+            f"{s['sim_mean_h']:.2f}/{s['rec_mean_h']:.2f}",
+            f"{s['sim_p90_h']:.2f}/{s['rec_p90_h']:.2f}",
+            f"{s['spearman']:.3f}",
+            f"{s['ks']:.3f}",
+        )
+    out.print(steps)
+    out.print(f"profile: {prof.describe()}")
+    _, held, _ = split(trace, args.fraction)
+    if held.any():
+        rec = trace.recorded_start - trace.submit
+        f = fidelity(replay_waits(trace, prof)[held], rec[held])
+        table = Table(title=f"held-out part ({held.sum()} jobs): simulated against recorded")
+        for col in ("metric", "simulated", "recorded"):
+            table.add_column(col, justify="left" if col == "metric" else "right")
+        for row in f.rows():
+            table.add_row(*row)
+        out.print(table)
+        met = ", ".join(f"{k} {'met' if v else 'missed'}" for k, v in f.targets().items())
+        out.print(f"issue 23 targets on the held-out part: {met}")
+    if not args.no_store:
+        try:
+            path = store(prof, args.trace, args.store_dir)
+        except OSError as e:
+            err.print(f"[red]error:[/red] cannot store the profile: {e}", soft_wrap=True)
+            return 2
+        out.print(f"profile stored in {path}")
+    return 0

@@ -1,0 +1,415 @@
+"""A site's scheduling world inferred from its accounting log: ``hpcsim fit``.
+
+What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged elsewhere
+(``bench/sim_twin.py``) on the last third:
+
+- the cluster's size: at least the recorded schedule's peak use (a headerless log starts
+  from it, never from its largest job);
+- an availability timeline (sim/availability.py): the most units the recorded schedule used
+  within a window around each moment, the window fitted;
+- per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
+  least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
+  at one of the largest per-user maxima (a soft limit a few users passed);
+- the priority: FIFO or a flat fair share with its decay half-life, and Slurm's
+  ``batch_sched_delay``.
+
+The choices are made on the fit part's error (:func:`loss`): every pair of limits and
+availability window, then coordinate descent over all settings. The
+result is a :class:`SiteProfile`, a ``slurm.conf`` subset plus ``sacctmgr`` limits with the
+trace's SHA-256, stored as ``NAME.profile.json`` where calibrations are
+(sim/calibration.py); ``hpcsim replay`` uses it by default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from sim.availability import Availability, fitted, recorded_usage
+from sim.calibration import find_stored, store_beside
+from sim.config import SlurmConfig
+from sim.fidelity import Fidelity, fidelity
+from sim.limits import QosLimits
+from sim.phases import gc_paused
+from sim.traces.model import Trace
+
+SCHEMA = 1
+SUFFIX = ".profile.json"
+CACHE_DIR = "profiles"
+FIT_FRACTION = 2 / 3
+WARMUP = 0.1  # of the span, after the first recorded start: the replay starts empty
+WALL_USERS = 3
+#: candidate settings the fit chooses among (availability windows in seconds; None: none)
+WINDOWS: tuple[float | None, ...] = (None, 3600.0, 6 * 3600.0, 86400.0, 3 * 86400.0)
+PRIORITIES: dict[str, str] = {
+    "fifo": "",
+    "fairshare-1d": "1-0",
+    "fairshare-3.5d": "3-12:00:00",
+    "fairshare-7d": "7-0",
+}
+DELAYS = (0.0, 1.0, 3.0)
+MAX_CAPS = 6
+FIT_JITTERS = 2
+JITTER = 0.02  # relative standard deviation of the run times (replay_waits)
+#: while recorded jobs waited: (window s, headroom as a share of the size); None: no clamp
+CLAMPS: tuple[tuple[float, float] | None, ...] = (
+    None,
+    (0.0, 0.0),
+    (0.0, 0.025),
+    (3600.0, 0.0),
+    (3600.0, 0.025),
+)
+
+
+class ProfileError(ValueError):
+    """A trace that cannot be fitted (no recorded starts, too few jobs)."""
+
+
+@dataclass(slots=True)
+class SiteProfile:
+    """A fitted site: what ``hpcsim replay`` simulates for one trace file."""
+
+    trace: str
+    sha256: str
+    unit: str
+    units: int
+    recorded_peak: int
+    priority: str  # a PRIORITIES key
+    batch_sched_delay: float
+    window_s: float | None  # availability window; None: the whole cluster all the time
+    clamp: tuple[float, float] | None  # a CLAMPS entry
+    limits: str  # sacctmgr Key=Value pairs ("" for none)
+    larger_jobs_exempt: bool
+    fit_until_s: float  # jobs submitted before were fitted on (seconds from t = 0)
+    fit_from_s: float
+    fit: dict[str, float] = field(default_factory=dict)  # the fit part's figures
+    steps: list[dict[str, object]] = field(default_factory=list)
+    created: str = ""
+    path: str = ""
+
+    def slurm_conf(self) -> str:
+        """The ``slurm.conf`` subset of this profile."""
+        lines = [f"SchedulerParameters=batch_sched_delay={self.batch_sched_delay:g}"]
+        half_life = PRIORITIES[self.priority]
+        if half_life:
+            lines += [
+                "AccountingStorageType=accounting_storage/slurmdbd",
+                "PriorityType=priority/multifactor",
+                "PriorityWeightFairshare=100000",
+                "PriorityWeightAge=1000",
+                "PriorityMaxAge=7-0",
+                f"PriorityDecayHalfLife={half_life}",
+            ]
+        return "\n".join(lines) + "\n"
+
+    def config(self) -> SlurmConfig:
+        return SlurmConfig.from_text(self.slurm_conf(), f"profile {self.path or self.trace}")
+
+    def qos(self) -> QosLimits | None:
+        if not self.limits:
+            return None
+        lim = QosLimits.from_text(self.limits, f"profile {self.path or self.trace}")
+        return QosLimits(
+            max_jobs_per_user=lim.max_jobs_per_user,
+            max_nodes_per_user=lim.max_nodes_per_user,
+            larger_jobs_exempt=self.larger_jobs_exempt,
+        )
+
+    def availability(self, trace: Trace) -> Availability | None:
+        if self.window_s is None:
+            return None
+        use = recorded_usage(trace)
+        if self.clamp is None:
+            return fitted(use, self.units, window=self.window_s)
+        window, share = self.clamp
+        return fitted(
+            use,
+            self.units,
+            window=self.window_s,
+            headroom=round(share * self.units),
+            waiting_trace=trace,
+            waiting_window=window,
+        )
+
+    def describe(self) -> str:
+        win = "none" if self.window_s is None else f"{self.window_s / 3600:g} h window"
+        if self.window_s is not None and self.clamp is not None:
+            win += (
+                f", while jobs waited {self.clamp[0] / 3600:g} h window + {100 * self.clamp[1]:g} %"
+            )
+        return (
+            f"{self.units} {self.unit}, priority {self.priority}, batch_sched_delay="
+            f"{self.batch_sched_delay:g}, limits {self.limits or 'none'}, availability {win}"
+        )
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d.pop("path")
+        d["schema"] = SCHEMA
+        d["slurm_conf"] = self.slurm_conf()
+        return json.dumps(d, indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "") -> SiteProfile:
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("unknown site profile schema")
+        d.pop("slurm_conf", None)
+        d["clamp"] = tuple(d["clamp"]) if d.get("clamp") is not None else None
+        if d["priority"] not in PRIORITIES:
+            raise ValueError(f"unknown priority {d['priority']!r}")
+        return cls(**d, path=path)
+
+
+# ------------------------------------------------------------------ what the log shows
+
+
+def cluster_size(trace: Trace) -> tuple[int, int]:
+    """(size to simulate, recorded peak): the trace's own size, raised to the recorded
+    schedule's peak use (a headerless log: the peak, never its largest job)."""
+    peak = recorded_usage(trace).peak
+    own = trace.total_units or 0
+    return max(own, peak, int(trace.units.max()) if len(trace) else 1), peak
+
+
+def user_maxima(trace: Trace, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """Per user, the most jobs and the most units the recorded schedule ran at once."""
+    m = mask & np.isfinite(trace.recorded_start)
+    start = trace.recorded_start[m]
+    end = start + np.maximum(trace.runtime[m], 0)
+    units = trace.units[m].astype(np.int64)
+    users = trace.user[m]
+    jobs: dict[int, int] = {}
+    nodes: dict[int, int] = {}
+    order = np.argsort(users, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, users[order][1:] != users[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        idx = order[a:b]
+        t = np.r_[start[idx], end[idx]]
+        o = np.lexsort((np.r_[np.ones(idx.size), -np.ones(idx.size)], t))
+        one = np.r_[np.ones(idx.size, np.int64), -np.ones(idx.size, np.int64)][o]
+        u = np.r_[units[idx], -units[idx]][o]
+        user = int(users[idx[0]])
+        jobs[user] = int(np.cumsum(one).max())
+        nodes[user] = int(np.cumsum(u).max())
+    return jobs, nodes
+
+
+def wall(maxima: dict[int, int]) -> int | None:
+    """A limit the maxima show: the largest value at least ``WALL_USERS`` users reach,
+    passed by at most 1 % of the users (at least one); None when there is none."""
+    values = np.array(sorted(maxima.values()))
+    if not values.size:
+        return None
+    uniq, counts = np.unique(values, return_counts=True)
+    for v, c in zip(uniq[::-1], counts[::-1], strict=True):
+        if c >= WALL_USERS and v > 1:
+            above = int((values > v).sum())
+            return int(v) if above <= max(1, 0.01 * values.size) else None
+    return None
+
+
+def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
+    """Per-user limits on running jobs and nodes shown by the recorded concurrency of the
+    jobs in ``mask`` (larger jobs are exempt from the node cap: they ran)."""
+    jobs, nodes = user_maxima(trace, mask)
+    lj, ln = wall(jobs), wall(nodes)
+    if lj is None and ln is None:
+        return None
+    return QosLimits(max_jobs_per_user=lj, max_nodes_per_user=ln, larger_jobs_exempt=True)
+
+
+def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimits]:
+    """The per-user limits the fit tries: the walls (:func:`infer_limits`), and node caps at
+    the largest per-user maxima of at least a quarter of the cluster (a soft limit, passed
+    by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any."""
+    walls = infer_limits(trace, mask)
+    _, nodes = user_maxima(trace, mask)
+    caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
+    lj = walls.max_jobs_per_user if walls is not None else None
+    out = [walls] if walls is not None else []
+    for cap in caps[:MAX_CAPS]:
+        lim = QosLimits(max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True)
+        if lim not in out:
+            out.append(lim)
+    return out
+
+
+# ------------------------------------------------------------------ the fit
+
+
+def split(trace: Trace, fraction: float = FIT_FRACTION) -> tuple[np.ndarray, np.ndarray, float]:
+    """(fit jobs, held-out jobs, the cut): jobs with a recorded start submitted after the
+    warm-up and before ``fraction`` of the span, and those after it."""
+    known = np.isfinite(trace.recorded_start)
+    if known.sum() < 20:
+        raise ProfileError(f"{trace.source}: too few recorded starts to fit ({known.sum()})")
+    t0, t1 = float(trace.submit[0]), float(trace.submit[-1])
+    cut = t0 + fraction * (t1 - t0)
+    since = float(np.nanmin(trace.recorded_start)) + WARMUP * (t1 - t0)
+    fit = known & (trace.submit >= since) & (trace.submit < cut)
+    held = known & (trace.submit >= cut)
+    return fit, held, cut
+
+
+def replay_waits(
+    trace: Trace,
+    profile: SiteProfile,
+    *,
+    jitter: float = 0.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """Each trace job's simulated wait (s) under ``profile`` (NaN: never started); with
+    ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded)."""
+    from dataclasses import replace
+
+    from sim.engine import Simulator
+
+    run = trace
+    if jitter:
+        rng = np.random.default_rng(seed)
+        scale = np.clip(1 + jitter * rng.standard_normal(len(trace)), 0.5, 1.5)
+        run = replace(trace, runtime=np.round(trace.runtime * scale))
+    sim = Simulator(
+        run,
+        profile.config(),
+        total_units=profile.units,
+        limits=profile.qos(),
+        availability=profile.availability(trace),
+    )
+    with gc_paused():
+        sim.run()
+    wait = np.full(len(trace), np.nan)
+    for r in sim.records:
+        if r.trace_index >= 0 and r.start == r.start:
+            wait[r.trace_index] = r.start - r.submit
+    return wait
+
+
+def loss(f: Fidelity) -> float:
+    """The fit's error: KS + (1 - Spearman) + |ln| of the mean and p90 ratios."""
+
+    def ln_ratio(a: float, b: float) -> float:
+        return abs(math.log(max(a, 1e-3) / max(b, 1e-3)))
+
+    sp = f.spearman if math.isfinite(f.spearman) else 0.0
+    return (
+        f.ks + (1 - sp) + ln_ratio(f.sim_mean_h, f.rec_mean_h) + ln_ratio(f.sim_p90_h, f.rec_p90_h)
+    )
+
+
+def fit(
+    trace: Trace,
+    *,
+    fraction: float = FIT_FRACTION,
+    jitters: int = FIT_JITTERS,
+    progress: Callable[[str], None] | None = None,
+) -> SiteProfile:
+    """Fit a site profile on the first ``fraction`` of the trace (the limits, the
+    availability window, the priority and ``batch_sched_delay``); each setting's loss is
+    the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
+    jitter when 1): near saturation one replay is chaotic."""
+    fit_mask, _, cut = split(trace, fraction)
+    units, peak = cluster_size(trace)
+    lims = limit_candidates(trace, trace.submit < cut, units)
+    rec = trace.recorded_start - trace.submit
+    prof = SiteProfile(
+        trace=trace.source,
+        sha256=trace.digest,
+        unit=trace.unit,
+        units=units,
+        recorded_peak=peak,
+        priority="fifo",
+        batch_sched_delay=3.0,
+        window_s=None,
+        clamp=None,
+        limits="",
+        larger_jobs_exempt=False,
+        fit_until_s=cut,
+        fit_from_s=float(trace.submit[fit_mask].min()),
+    )
+    scores: dict[tuple[object, ...], float] = {}
+
+    def score(p: SiteProfile) -> float:
+        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits)
+        if key not in scores:
+            runs = [
+                fidelity(
+                    replay_waits(trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s)[fit_mask],
+                    rec[fit_mask],
+                )
+                for s in range(jitters)
+            ]
+            f = runs[0]
+            scores[key] = float(np.mean([loss(r) for r in runs]))
+            prof.steps.append({"setting": p.describe(), "loss": scores[key], **f.as_dict()})
+            if progress is not None:
+                progress(f"loss {scores[key]:.3f}: {p.describe()}")
+        return scores[key]
+
+    from dataclasses import replace
+
+    limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
+    axes: list[tuple[str, list[object]]] = [
+        ("limits", list(limit_options)),
+        ("window_s", list(WINDOWS)),
+        ("clamp", list(CLAMPS)),
+        ("priority", list(PRIORITIES)),
+        ("batch_sched_delay", list(DELAYS)),
+    ]
+
+    def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
+        if name == "limits":
+            text, exempt = cast(tuple[str, bool], opt)
+            return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
+        return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
+
+    # limits and availability interact most: start from the best pair of the two, then
+    # descend one setting at a time, in rounds until nothing changes
+    best = min(
+        (
+            with_option(with_option(prof, "limits", lim), "window_s", win)
+            for lim in limit_options
+            for win in WINDOWS
+        ),
+        key=score,
+    )
+    for _ in range(4):
+        changed = False
+        for name, options in axes:
+            for opt in options:
+                cand = with_option(best, name, opt)
+                if score(cand) < score(best) - 1e-9:
+                    best, changed = cand, True
+        if not changed:
+            break
+    best.steps = prof.steps
+    f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
+    best.fit = f.as_dict()
+    best.created = datetime.now(UTC).isoformat(timespec="seconds")
+    return best
+
+
+def store(
+    profile: SiteProfile, trace_path: str | os.PathLike[str], directory: Path | None = None
+) -> Path:
+    """Write the profile atomically beside the trace (``NAME.profile.json``), else in the
+    user cache, or into ``directory``."""
+    target = store_beside(
+        profile.to_json(), profile.sha256, trace_path, SUFFIX, CACHE_DIR, directory
+    )
+    profile.path = str(target)
+    return target
+
+
+def load(trace: Trace) -> SiteProfile | None:
+    """The stored profile made from this trace's file content, or None."""
+    return find_stored(trace, SUFFIX, CACHE_DIR, SiteProfile.from_json)

@@ -1,0 +1,123 @@
+"""Site profiles: what ``hpcsim fit`` infers, checked on logs the simulator recorded itself
+under known settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.availability import recorded_usage
+from sim.config import SlurmConfig
+from sim.engine import Simulator
+from sim.limits import QosLimits
+from sim.profile import SiteProfile, cluster_size, fit, infer_limits, load, store
+from tests.sim.simhelpers import make_trace
+
+
+def recorded_log(limits: QosLimits | None, total: int = 32, n: int = 1500, seed: int = 3):
+    """A loaded workload of 8 users, replayed under ``limits``; its schedule recorded."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, 5 * 86400, n))
+    runtime = rng.uniform(600, 6 * 3600, n).round()
+    units = rng.choice([1, 2, 4, 8], n, p=[0.4, 0.3, 0.2, 0.1])
+    users = rng.integers(0, 8, n)
+    rows = [
+        (float(s), float(r), float(2 * r), int(u), int(us))
+        for s, r, u, us in zip(submit, runtime, units, users, strict=True)
+    ]
+    trace = make_trace(rows, total=total)
+    sim = Simulator(trace, SlurmConfig(), limits=limits)
+    sim.run()
+    start = {r.trace_index: r.start for r in sim.records}
+    trace.recorded_start = np.array([start[i] for i in range(n)])
+    return trace
+
+
+def test_limits_are_recovered_from_a_log_recorded_under_them():
+    trace = recorded_log(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
+    lim = infer_limits(trace, np.ones(len(trace), bool))
+    assert lim is not None
+    assert (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
+
+
+def test_no_limit_is_inferred_from_a_log_recorded_without():
+    trace = recorded_log(None, total=64)
+    lim = infer_limits(trace, np.ones(len(trace), bool))
+    assert lim is None or (lim.max_jobs_per_user, lim.max_nodes_per_user) != (3, 8)
+
+
+def test_a_headerless_log_starts_from_the_recorded_peak_not_the_largest_job():
+    trace = recorded_log(None, total=32)
+    peak = recorded_usage(trace).peak
+    assert peak > int(trace.units.max())
+    trace.total_units = None  # no MaxProcs header
+    assert cluster_size(trace) == (peak, peak)
+    trace.total_units = 20  # a header below what the schedule used: raised
+    assert cluster_size(trace)[0] == peak
+
+
+def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
+    trace = recorded_log(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
+    trace.source = str(tmp_path / "log.swf")
+    trace.digest = "ab" * 32
+    prof = fit(trace, jitters=1)  # an exact replay recovers the recording exactly
+    assert prof.units >= prof.recorded_peak
+    assert prof.limits == "MaxJobsPerUser=3 MaxTRESPerUser=node=8"
+    assert prof.fit["spearman"] > 0.9 and prof.fit["ks"] < 0.05
+    # stored beside the trace and found again by its digest only
+    path = store(prof, trace.source)
+    assert path == tmp_path / "log.swf.profile.json"
+    again = load(trace)
+    assert again is not None and again.describe() == prof.describe()
+    trace.digest = "cd" * 32
+    assert load(trace) is None
+
+
+def test_a_bad_profile_is_refused():
+    with pytest.raises(ValueError, match="schema"):
+        SiteProfile.from_json('{"schema": 99}')
+
+
+def test_fit_cli_stores_a_profile_that_replay_uses(tmp_path):
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from sim.fit_cli import main as fit_main
+    from sim.replay_cli import main as replay_main
+    from tests.sim.recorded import write_recorded
+
+    path = write_recorded(tmp_path / "rec.swf", units=24)
+
+    def run(main, *args):  # type: ignore[no-untyped-def]
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = main([*args])
+        return rc, out.getvalue(), err.getvalue()
+
+    rc, out, err = run(fit_main, str(path), "--jitters", "1")
+    assert rc == 0, err
+    assert "held-out part" in out and (tmp_path / "rec.swf.profile.json").exists()
+    rc, out, err = run(replay_main, str(path), "--no-progress")
+    assert rc == 0 and "site profile" in err and "rec.swf.profile.json" in err
+    rc, out, err = run(replay_main, str(path), "--no-progress", "--no-profile")
+    assert rc == 0 and "no site profile (--no-profile)" in err
+    rc, out, err = run(fit_main, str(tmp_path / "missing.swf"))
+    assert rc == 2 and "missing.swf" in err
+
+
+def test_a_job_larger_than_the_node_cap_is_exempt_only_when_asked():
+    from tests.sim.simhelpers import starts
+
+    # user 0: a 6-node job (over the 4-node cap on its own), then a 2-node one
+    rows = [(0, 100, 200, 6, 0), (10, 100, 200, 2, 0)]
+    exempt = Simulator(
+        make_trace(rows, total=10),
+        limits=QosLimits(max_nodes_per_user=4, larger_jobs_exempt=True),
+    )
+    exempt.run()
+    # the big job runs under another QOS; its nodes still count against the user's cap
+    assert starts(exempt) == {1: 0.0, 2: 100.0}
+    held = Simulator(make_trace(rows, total=10), limits=QosLimits(max_nodes_per_user=4))
+    held.run()
+    # batch_sched_delay (3 s) after its submission
+    assert starts(held) == {2: 13.0} and held.never_started() == {1: "QOSMaxNodePerUserLimit"}

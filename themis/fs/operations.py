@@ -10,8 +10,10 @@ and supplementary groups (:func:`~themis.fs.syscalls.acting_as`), so the backing
 checks permissions as it would for the caller. See docs/themis.md, "Security".
 
 Metadata calls run on the event loop (short syscalls: threads cost more than they save here).
-Reads and writes go through ``io`` (the fair scheduler); fsync, which really blocks, runs in a
-worker thread. The kernel enforces permissions first (``default_permissions``).
+Reads, writes, flush, fsync and fallocate of open files are served by the compiled data path
+(``files``, themis/fs/datapath.py) when it is installed; otherwise reads and writes go through
+``io`` (the fair scheduler) and fsync, which really blocks, runs in a worker thread.
+The kernel enforces permissions first (``default_permissions``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ class RequestIO(Protocol):
     async def write(self, tag: JobTag, fd: int, offset: int, data: bytes) -> int: ...
 
 
+class OpenFiles(Protocol):
+    """The compiled data path: told each open file's descriptor and job (it serves their
+    reads and writes); ``closed`` returns once no request uses the descriptor."""
+
+    def opened(self, fh: int, fd: int, tag: JobTag) -> None: ...
+
+    def closed(self, fh: int) -> None: ...
+
+
 class JobActivity(Protocol):
     """Told when a job opens and closes files (metrics keep live jobs, expire the rest)."""
 
@@ -101,6 +112,7 @@ class PassthroughFS(pyfuse3.Operations):
         entry_timeout: float = 1.0,
         xattrs: bool = True,
         keep_cache: bool = False,
+        files: OpenFiles | None = None,
     ) -> None:
         super().__init__()
         self.backing = os.path.abspath(backing)
@@ -112,6 +124,7 @@ class PassthroughFS(pyfuse3.Operations):
         self.entry_timeout = entry_timeout
         self.xattrs = xattrs
         self.keep_cache = keep_cache
+        self.files = files
         self.act_as_caller = can_switch_credentials()
         if not self.act_as_caller:
             log.warning(
@@ -197,7 +210,10 @@ class PassthroughFS(pyfuse3.Operations):
         self._open.setdefault(inode, set()).add(fd)
         if self.activity is not None:
             self.activity.file_opened(tag)
-        return self._new_fh(Handle(fd, inode, tag))
+        fh = self._new_fh(Handle(fd, inode, tag))
+        if self.files is not None:
+            self.files.opened(fh, fd, tag)
+        return fh
 
     def refresh_root(self) -> bool:
         """Whether the backing directory is there; a directory made again is served anew."""
@@ -452,6 +468,8 @@ class PassthroughFS(pyfuse3.Operations):
         handle = self._handles.pop(fh, None)
         if not isinstance(handle, Handle):
             return
+        if self.files is not None:
+            self.files.closed(fh)
         fds = self._open.get(handle.inode)
         if fds is not None:
             fds.discard(handle.fd)
@@ -548,7 +566,9 @@ class PassthroughFS(pyfuse3.Operations):
     # -- shutdown ------------------------------------------------------------------------
     def close_all(self) -> None:
         """Close every backing descriptor (after unmount, when no release will come)."""
-        for handle in self._handles.values():
+        for fh, handle in self._handles.items():
+            if self.files is not None and isinstance(handle, Handle):
+                self.files.closed(fh)
             with contextlib.suppress(OSError):
                 os.close(handle.fd)
         self._handles.clear()
@@ -556,4 +576,12 @@ class PassthroughFS(pyfuse3.Operations):
         self.inodes.close_all()
 
 
-__all__ = ["ROOT", "DirHandle", "Handle", "JobActivity", "PassthroughFS", "RequestIO"]
+__all__ = [
+    "ROOT",
+    "DirHandle",
+    "Handle",
+    "JobActivity",
+    "OpenFiles",
+    "PassthroughFS",
+    "RequestIO",
+]

@@ -1,0 +1,116 @@
+"""The compiled data path: reads, writes, flush, fsync and fallocate of open files in C.
+
+pyfuse3 still receives every request in its trio loop; :meth:`CompiledDataPath.install` puts
+the handlers of ``themis/fs/_datapath.c`` into the session's libfuse operation table, so those
+operations are only queued there, and a pool of C threads serves them without the GIL: each
+chunk (at most ``chunk_bytes``) waits for its fair turn from the scheduler core's C API, runs
+``pread``/``pwrite`` on the descriptor that open made as the caller, holds the turn for the
+emulated device time (device emulation on), and the thread replies. Python registers each open
+file (fh -> descriptor, job handle) at open/create and drops it at release, after which it
+closes the descriptor. The C side counts per-job bytes, operations and queue wait, read by the
+metrics collector at scrape time. One mount per process (the C state is global).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from themis.fs import _datapath
+from themis.fs.device import EmulatedDevice
+from themis.fs.shared_device import SharedEmulatedDevice
+from themis.metrics import IOTotals
+from themis.sched.tags import JobTag
+
+log = logging.getLogger("themis.fs")
+
+
+class CoreScheduler(Protocol):
+    """What the data path needs of the scheduler (its C API is reached from the C side)."""
+
+    max_inflight: int
+    chunk_bytes: int
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    """Set at FUSE INIT: request size, readahead, background requests, writeback cache."""
+
+    max_write: int = 1 << 20
+    max_readahead: int = 1 << 20
+    max_background: int = 64
+    writeback_cache: bool = False
+    splice: bool = True
+
+
+class CompiledDataPath:
+    """See the module docstring. Methods run on the event loop thread (GIL held)."""
+
+    def __init__(
+        self,
+        scheduler: CoreScheduler,
+        device: EmulatedDevice | None = None,
+        threads: int = 16,
+        kernel: KernelOptions | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.threads = threads
+        device = device or EmulatedDevice(0)
+        shared = device.fd if isinstance(device, SharedEmulatedDevice) else -1
+        _datapath.configure(scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
+        k = kernel or KernelOptions()
+        _datapath.set_kernel_options(
+            k.max_write, k.max_readahead, k.max_background, k.writeback_cache, k.splice
+        )
+        self._handles: dict[str, int] = {}  # job id -> the core's job handle
+        self._jobs: dict[int, str] = {}  # and back
+        self._started = False
+
+    def job_handle(self, tag: JobTag) -> int:
+        handle = self._handles.get(tag.job_id)
+        if handle is None:
+            make = getattr(self.scheduler, "job_handle", None)
+            handle = int(make(tag)) if make is not None else len(self._handles) + 1
+            self._handles[tag.job_id] = handle
+            self._jobs[handle] = tag.job_id
+        return handle
+
+    def install(self, table: int) -> None:
+        """Take over the data operations in the operation table at ``table`` and start the
+        worker threads (right after ``pyfuse3.init``, before the session loop runs)."""
+        _datapath.install(table)
+        _datapath.start(self.threads)
+        self._started = True
+
+    def opened(self, fh: int, fd: int, tag: JobTag) -> None:
+        _datapath.register(fh, fd, self.job_handle(tag))
+
+    def closed(self, fh: int) -> None:
+        """Returns once no request uses ``fh``'s descriptor any more."""
+        _datapath.unregister(fh)
+
+    def totals(self) -> dict[str, IOTotals]:
+        """Per-job I/O counted by the C workers (any thread)."""
+        jobs = dict(self._jobs)
+        return {
+            jobs[h]: IOTotals(rb, wb, r, w, wait)
+            for h, (rb, wb, r, w, wait) in _datapath.job_stats().items()
+            if h in jobs
+        }
+
+    def forget(self, job_id: str) -> None:
+        """A finished job: drop its counters (the scheduler forgets its own state)."""
+        handle = self._handles.get(job_id)
+        if handle is not None and _datapath.forget_job(handle):
+            del self._handles[job_id]
+            del self._jobs[handle]
+
+    def stop(self) -> None:
+        """Finish queued requests and join the workers (after the session loop ended)."""
+        if self._started:
+            _datapath.stop()
+            self._started = False
+
+
+__all__ = ["CompiledDataPath", "CoreScheduler", "KernelOptions"]

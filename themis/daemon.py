@@ -161,6 +161,7 @@ class Daemon:
             xattrs=cfg.mount.xattrs,
             keep_cache=cfg.mount.keep_cache,
             files=self.datapath,
+            writeback_cache=self.datapath is not None and m.writeback_cache,
         )
         self._stop_metrics: Callable[[], None] | None = None
         self._backing_ok = True
@@ -265,6 +266,7 @@ class Daemon:
         if self.datapath is not None:
             log.warning("compiled data path not installed: reads and writes run in Python")
             self.ops.files = self.datapath = None
+            self.ops.writeback_cache = False
             self.metrics.io_source = None
         install_fallocate(self.ops.fallocate)
 

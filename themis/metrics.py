@@ -83,11 +83,15 @@ class _IOCollector(Collector):
         )
         for tag, t in self.metrics.io_totals():
             job = [tag.job_id, tag.user, tag.group]
-            nbytes.add_metric([*job, "read"], t.read_bytes)
-            nbytes.add_metric([*job, "write"], t.write_bytes)
-            ops.add_metric([*job, "read"], t.reads)
-            ops.add_metric([*job, "write"], t.writes)
-            wait.add_metric(job, t.wait_seconds)
+            for op, n, count in (
+                ("read", t.read_bytes, t.reads),
+                ("write", t.write_bytes, t.writes),
+            ):
+                if count:  # a series appears with the job's first request of its kind
+                    nbytes.add_metric([*job, op], n)
+                    ops.add_metric([*job, op], count)
+            if t.reads or t.writes:
+                wait.add_metric(job, t.wait_seconds)
         yield from (nbytes, ops, wait)
 
 

@@ -23,7 +23,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
@@ -58,6 +58,9 @@ class RequestIO(Protocol):
     async def read(self, tag: JobTag, fd: int, offset: int, size: int) -> bytes: ...
 
     async def write(self, tag: JobTag, fd: int, offset: int, data: bytes) -> int: ...
+
+
+Opener = Callable[[int], int]  # open flags -> descriptor
 
 
 class OpenFiles(Protocol):
@@ -113,6 +116,7 @@ class PassthroughFS(pyfuse3.Operations):
         xattrs: bool = True,
         keep_cache: bool = False,
         files: OpenFiles | None = None,
+        writeback_cache: bool = False,
     ) -> None:
         super().__init__()
         self.backing = os.path.abspath(backing)
@@ -125,6 +129,7 @@ class PassthroughFS(pyfuse3.Operations):
         self.xattrs = xattrs
         self.keep_cache = keep_cache
         self.files = files
+        self.writeback_cache = writeback_cache
         self.act_as_caller = can_switch_credentials()
         if not self.act_as_caller:
             log.warning(
@@ -214,6 +219,21 @@ class PassthroughFS(pyfuse3.Operations):
         if self.files is not None:
             self.files.opened(fh, fd, tag)
         return fh
+
+    def _open_as_caller(self, ctx: pyfuse3.RequestContext, flags: int, opener: Opener) -> int:
+        """``opener(flags)`` as the caller. With the writeback cache the kernel reads to fill
+        the pages of a file opened write-only and keeps O_APPEND's offsets itself: such a file
+        is opened read-write when the caller may read it too, and O_APPEND is dropped."""
+        with self._as(ctx):
+            if not self.writeback_cache:
+                return opener(flags)
+            flags &= ~os.O_APPEND
+            if flags & os.O_ACCMODE == os.O_WRONLY:
+                try:
+                    return opener((flags & ~os.O_ACCMODE) | os.O_RDWR)
+                except PermissionError:
+                    pass  # write-only for this caller: partial-page writes may fail
+            return opener(flags)
 
     def refresh_root(self) -> bool:
         """Whether the backing directory is there; a directory made again is served anew."""
@@ -411,8 +431,8 @@ class PassthroughFS(pyfuse3.Operations):
         tag = await self._tag(ctx)  # before acting as the caller: it may await
         node_fd = self._not_symlink(inode)
         flags = (flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY | os.O_NOFOLLOW)) | os.O_CLOEXEC
-        with self._as(ctx):  # reopens exactly this inode, checked as the caller
-            fd = os.open(proc_fd(node_fd), flags)
+        # reopens exactly this inode, checked as the caller
+        fd = self._open_as_caller(ctx, flags, lambda f: os.open(proc_fd(node_fd), f))
         fh = cast(pyfuse3.FileHandleT, self._opened(fd, inode, tag))
         return pyfuse3.FileInfo(fh=fh, keep_cache=self.keep_cache)
 
@@ -421,8 +441,10 @@ class PassthroughFS(pyfuse3.Operations):
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         tag = await self._tag(ctx)
-        with self._as(ctx):
-            fd = open_beneath(self._fd(parent_inode), name, flags | os.O_CREAT, mode)
+        dir_fd = self._fd(parent_inode)
+        fd = self._open_as_caller(
+            ctx, flags | os.O_CREAT, lambda f: open_beneath(dir_fd, name, f, mode)
+        )
         try:
             st = os.fstat(fd)
             path_fd = os.open(proc_fd(fd), os.O_PATH | os.O_CLOEXEC)

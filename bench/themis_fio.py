@@ -64,17 +64,21 @@ WORKLOADS = [
     for n in (1, 8)
 ]
 
-# (label, policy, dispatcher, dispatcher options as TOML)
+# (label, policy, dispatcher, dispatcher options as TOML, [mount] options as TOML)
 THEMIS = [
-    ("themis fifo", "fifo", "fifo", ""),
-    ("themis job-fair lottery", "job-fair", "lottery", ""),
-    ("themis size-fair lottery", "size-fair", "lottery", ""),
-    ("themis user-fair lottery", "user-fair", "lottery", ""),
-    ("themis user-then-size-fair lottery", "user-then-size-fair", "lottery", ""),
-    ("themis group-user-size-fair lottery", "group-user-size-fair", "lottery", ""),
-    ("themis size-fair sfq", "size-fair", "sfq", ""),
-    ("themis size-fair tbf (1 GB/s per job)", "size-fair", "tbf", "rate = 1e9"),
-    ("themis size-fair gift (4 GB/s)", "size-fair", "gift", "capacity = 4e9"),
+    ("themis fifo", "fifo", "fifo", "", ""),
+    ("themis job-fair lottery", "job-fair", "lottery", "", ""),
+    ("themis size-fair lottery", "size-fair", "lottery", "", ""),
+    ("themis user-fair lottery", "user-fair", "lottery", "", ""),
+    ("themis user-then-size-fair lottery", "user-then-size-fair", "lottery", "", ""),
+    ("themis group-user-size-fair lottery", "group-user-size-fair", "lottery", "", ""),
+    ("themis size-fair sfq", "size-fair", "sfq", "", ""),
+    ("themis size-fair tbf (1 GB/s per job)", "size-fair", "tbf", "rate = 1e9", ""),
+    ("themis size-fair gift (4 GB/s)", "size-fair", "gift", "capacity = 4e9", ""),
+    # what the compiled data path and the kernel options each bring
+    ("themis size-fair, Python data path", "size-fair", "lottery", "", 'datapath = "python"'),
+    ("themis size-fair, writeback cache", "size-fair", "lottery", "", "writeback_cache = true"),
+    ("themis size-fair, 128 KiB readahead", "size-fair", "lottery", "", "max_readahead_kb = 128"),
 ]
 
 
@@ -240,11 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     backing.mkdir()
     mnt.mkdir()
     targets, notes = _baseline_targets(args.pyfuse3_example, args.passthrough_hp_src, backing, mnt)
-    for label, policy, disp, opts in THEMIS:
-        cfg = base / f"{policy}-{disp}.toml"
+    for n, (label, policy, disp, opts, mount) in enumerate(THEMIS):
+        cfg = base / f"themis-{n}.toml"
         text = f'[scheduler]\npolicy = "{policy}"\ndispatcher = "{disp}"\n'
         if opts:
             text += f"[scheduler.dispatcher_options]\n{opts}\n"
+        if mount:
+            text += f"[mount]\n{mount}\n"
         cfg.write_text(text)
         targets.append(
             (

@@ -1,14 +1,17 @@
 /* The compiled data path of the Themis mount: FUSE read, write, flush, fsync and fallocate of
- * open files, served by a pool of C threads without the GIL.
+ * open files, served by C threads without the GIL; pyfuse3 serves everything else.
  *
- * pyfuse3 keeps receiving every request in its trio loop; install() puts this module's
- * handlers into the session's libfuse operation table (found by themis/fs/lowlevel.py), so for
- * those operations the loop only queues the request here and goes on. Python registers each
- * open file (fh -> descriptor opened as the caller, job handle) at open/create and drops it at
- * release; no path is ever resolved here. A worker takes a request, waits for each chunk's fair
- * turn from the scheduler core (themis_core_api.acquire), runs pread/pwrite on the descriptor,
- * holds the turn for the emulated device time when device emulation is on, releases it and
- * replies. Per-job bytes, operations and queue wait are counted here and read at scrape time.
+ * install() takes the session's /dev/fuse descriptor for this module and gives libfuse, in its
+ * place (same descriptor number), one end of a SOCK_SEQPACKET socket pair. Reader threads read
+ * requests from /dev/fuse (blocking reads: the kernel wakes one reader per request). A read,
+ * write, flush, fsync or fallocate is served by the thread that read it: each chunk (at most
+ * chunk_bytes) waits for its fair turn from the scheduler core (themis_core_api.acquire, no
+ * GIL), runs pread/pwrite on the descriptor that open made as the caller (registered by Python
+ * at open/create, dropped at release; no path is resolved here), holds the turn for the
+ * emulated device time when device emulation is on, and the thread replies on /dev/fuse. Any
+ * other request is passed whole through the socket pair to pyfuse3's trio loop, unchanged;
+ * pyfuse3's replies come back through it and a forwarder thread writes them to /dev/fuse.
+ * Per-job bytes, operations and queue wait are counted here and read at scrape time.
  */
 #define PY_SSIZE_T_CLEAN
 #define _GNU_SOURCE
@@ -16,16 +19,21 @@
 
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,63 +170,53 @@ static int64_t turn(dfile *f, uint64_t nbytes)
     return ticket;
 }
 
-/* -- requests and workers ----------------------------------------------------------------- */
+/* -- the FUSE device: data requests served here, the rest passed to pyfuse3 ----------------- */
 
-enum { OP_READ, OP_WRITE, OP_FLUSH, OP_FSYNC, OP_FALLOCATE };
-
-typedef struct dreq {
-    int op;
-    int arg; /* fsync: datasync; fallocate: mode */
-    fuse_req_t req;
-    dfile *f;
-    off_t off;
-    size_t size; /* read: bytes asked; write: bytes in buf; fallocate: length */
-    char *buf;   /* write: the data (owned) */
-    struct dreq *next;
-} dreq;
-
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
-static dreq *q_head, *q_tail;
-static int stopping;
-static pthread_t threads[MAX_THREADS];
+static int fuse_dev = -1; /* the real /dev/fuse descriptor (a dup of the session's) */
+static int fwd = -1;      /* our end of the socket pair that replaced the session's fd */
+static int session_fd = -1; /* the descriptor number libfuse and pyfuse3 use */
+static struct fuse_session *session;
+static volatile sig_atomic_t stopping;
+static _Atomic int ended;
+static pthread_t threads[MAX_THREADS + 1]; /* readers, then the reply forwarder */
 static int nthreads;
-static _Atomic uint64_t served; /* requests the workers answered (for tests) */
+static _Atomic uint64_t served; /* data requests answered here (for tests) */
 
-static void enqueue(dreq *r)
+#define WAKE_SIGNAL (SIGRTMIN + 3)
+#define REQ_BUF ((1 << 20) + 8192) /* max_write (1 MiB) + headers; >= FUSE_MIN_READ_BUFFER */
+
+static void reply(uint64_t unique, int err, const void *data, size_t n)
 {
-    pthread_mutex_lock(&q_lock);
-    r->next = NULL;
-    if (q_tail)
-        q_tail->next = r;
-    else
-        q_head = r;
-    q_tail = r;
-    pthread_cond_signal(&q_cond);
-    pthread_mutex_unlock(&q_lock);
+    struct fuse_out_header h = {(uint32_t)(sizeof h + n), -err, unique};
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)data, n}};
+    /* ENOENT: the request was interrupted meanwhile; nothing else to do */
+    if (writev(fuse_dev, iov, n ? 2 : 1) < 0 && errno != ENOENT)
+        fprintf(stderr, "themis datapath: reply failed: %s\n", strerror(errno));
 }
 
-static void do_read(dreq *r, char **buf, size_t *cap)
+static void do_read(dfile *f, uint64_t unique, const struct fuse_read_in *in, char **buf,
+                    size_t *cap)
 {
-    if (r->size > *cap) {
-        char *grown = realloc(*buf, r->size);
+    size_t size = in->size;
+    if (size > *cap) {
+        char *grown = realloc(*buf, size);
         if (!grown) {
-            fuse_reply_err(r->req, ENOMEM);
+            reply(unique, ENOMEM, NULL, 0);
             return;
         }
         *buf = grown;
-        *cap = r->size;
+        *cap = size;
     }
     size_t done = 0;
     int err = 0;
-    while (done < r->size) {
-        size_t n = r->size - done < chunk_bytes ? r->size - done : chunk_bytes;
-        int64_t ticket = turn(r->f, n);
+    while (done < size) {
+        size_t n = size - done < chunk_bytes ? size - done : chunk_bytes;
+        int64_t ticket = turn(f, n);
         if (ticket < 0) {
             err = (int)-ticket;
             break;
         }
-        ssize_t got = pread(r->f->fd, *buf + done, n, r->off + (off_t)done);
+        ssize_t got = pread(f->fd, *buf + done, n, (off_t)(in->offset + done));
         if (got < 0)
             err = errno;
         else {
@@ -230,29 +228,29 @@ static void do_read(dreq *r, char **buf, size_t *cap)
             break;
     }
     if (err && done == 0) {
-        fuse_reply_err(r->req, err);
+        reply(unique, err, NULL, 0);
         return;
     }
-    jobstat *js = r->f->js;
-    atomic_fetch_add_explicit(&js->rbytes, done, memory_order_relaxed);
-    atomic_fetch_add_explicit(&js->rops, 1, memory_order_relaxed);
-    fuse_reply_buf(r->req, *buf, done);
+    atomic_fetch_add_explicit(&f->js->rbytes, done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->js->rops, 1, memory_order_relaxed);
+    reply(unique, 0, *buf, done);
 }
 
-static void do_write(dreq *r)
+static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, const char *data)
 {
-    size_t done = 0;
+    size_t size = in->size, done = 0;
     int err = 0;
-    while (done < r->size && !err) {
-        size_t n = r->size - done < chunk_bytes ? r->size - done : chunk_bytes;
-        int64_t ticket = turn(r->f, n);
+    while (done < size && !err) {
+        size_t n = size - done < chunk_bytes ? size - done : chunk_bytes;
+        int64_t ticket = turn(f, n);
         if (ticket < 0) {
             err = (int)-ticket;
             break;
         }
         size_t put = 0;
         while (put < n) {
-            ssize_t w = pwrite(r->f->fd, r->buf + done + put, n - put, r->off + (off_t)(done + put));
+            ssize_t w =
+                pwrite(f->fd, data + done + put, n - put, (off_t)(in->offset + done + put));
             if (w <= 0) {
                 err = w < 0 ? errno : EIO;
                 break;
@@ -264,164 +262,152 @@ static void do_write(dreq *r)
         done += put;
     }
     if (err && done == 0) {
-        fuse_reply_err(r->req, err);
+        reply(unique, err, NULL, 0);
         return;
     }
-    jobstat *js = r->f->js;
-    atomic_fetch_add_explicit(&js->wbytes, done, memory_order_relaxed);
-    atomic_fetch_add_explicit(&js->wops, 1, memory_order_relaxed);
-    fuse_reply_write(r->req, done);
+    atomic_fetch_add_explicit(&f->js->wbytes, done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->js->wops, 1, memory_order_relaxed);
+    struct fuse_write_out out = {(uint32_t)done, 0};
+    reply(unique, 0, &out, sizeof out);
 }
 
-static void run(dreq *r, char **buf, size_t *cap)
+/* Serve a data request (its argument follows the header); 0 when it is not one. */
+static int serve(const struct fuse_in_header *h, const char *arg, size_t len, char **buf,
+                 size_t *cap)
 {
-    int fd = r->f->fd, err = 0;
-    switch (r->op) {
-    case OP_READ:
-        do_read(r, buf, cap);
+    size_t need;
+    switch (h->opcode) {
+    case FUSE_READ: need = sizeof(struct fuse_read_in); break;
+    case FUSE_WRITE: need = sizeof(struct fuse_write_in); break;
+    case FUSE_FLUSH: need = sizeof(struct fuse_flush_in); break;
+    case FUSE_FSYNC: need = sizeof(struct fuse_fsync_in); break;
+    case FUSE_FALLOCATE: need = sizeof(struct fuse_fallocate_in); break;
+    default: return 0;
+    }
+    if (len < need) {
+        reply(h->unique, EINVAL, NULL, 0);
+        return 1;
+    }
+    uint64_t fh;
+    memcpy(&fh, arg, sizeof fh); /* each of these arguments starts with fh */
+    dfile *f = file_ref(fh);
+    if (!f) {
+        reply(h->unique, EBADF, NULL, 0);
+        return 1;
+    }
+    int err;
+    switch (h->opcode) {
+    case FUSE_READ:
+        do_read(f, h->unique, (const struct fuse_read_in *)arg, buf, cap);
         break;
-    case OP_WRITE:
-        do_write(r);
-        break;
-    case OP_FLUSH: { /* close() semantics of the backing store */
-        int dup_fd = dup(fd);
-        err = dup_fd < 0 ? errno : (close(dup_fd) < 0 ? errno : 0);
-        fuse_reply_err(r->req, err);
+    case FUSE_WRITE: {
+        const struct fuse_write_in *in = (const struct fuse_write_in *)arg;
+        if (len - need < in->size)
+            reply(h->unique, EINVAL, NULL, 0);
+        else
+            do_write(f, h->unique, in, arg + need);
         break;
     }
-    case OP_FSYNC:
-        err = (r->arg ? fdatasync(fd) : fsync(fd)) < 0 ? errno : 0;
-        fuse_reply_err(r->req, err);
-        break;
-    case OP_FALLOCATE:
-        err = fallocate(fd, r->arg, r->off, (off_t)r->size) < 0 ? errno : 0;
-        fuse_reply_err(r->req, err);
+    case FUSE_FLUSH: { /* close() semantics of the backing store */
+        int copy = dup(f->fd);
+        err = copy < 0 ? errno : (close(copy) < 0 ? errno : 0);
+        reply(h->unique, err, NULL, 0);
         break;
     }
+    case FUSE_FSYNC: {
+        const struct fuse_fsync_in *in = (const struct fuse_fsync_in *)arg;
+        err = ((in->fsync_flags & 1) ? fdatasync(f->fd) : fsync(f->fd)) < 0 ? errno : 0;
+        reply(h->unique, err, NULL, 0);
+        break;
+    }
+    case FUSE_FALLOCATE: {
+        const struct fuse_fallocate_in *in = (const struct fuse_fallocate_in *)arg;
+        err = fallocate(f->fd, (int)in->mode, (off_t)in->offset, (off_t)in->length) < 0 ? errno
+                                                                                        : 0;
+        reply(h->unique, err, NULL, 0);
+        break;
+    }
+    }
+    file_unref(f);
     atomic_fetch_add_explicit(&served, 1, memory_order_relaxed);
+    return 1;
 }
 
-static void *worker(void *unused)
+/* The connection is gone (unmounted): end pyfuse3's loop as libfuse would have. */
+static void connection_ended(void)
+{
+    if (stopping || atomic_exchange(&ended, 1))
+        return;
+    fuse_session_exit(session);
+    /* wake pyfuse3's reader with a request that needs no answer: it then sees the exit flag */
+    struct {
+        struct fuse_in_header h;
+        struct fuse_interrupt_in i;
+    } wake = {{sizeof wake, FUSE_INTERRUPT, 0, 0, 0, 0, 0, 0, 0}, {0}};
+    if (send(fwd, &wake, sizeof wake, MSG_NOSIGNAL) < 0)
+        fprintf(stderr, "themis datapath: cannot wake pyfuse3: %s\n", strerror(errno));
+}
+
+static void *reader(void *unused)
 {
     (void)unused;
-    char *buf = NULL;
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, WAKE_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+    char *req = malloc(REQ_BUF), *buf = NULL;
     size_t cap = 0;
-    for (;;) {
-        pthread_mutex_lock(&q_lock);
-        while (!q_head && !stopping)
-            pthread_cond_wait(&q_cond, &q_lock);
-        dreq *r = q_head;
-        if (!r) { /* stopping and drained */
-            pthread_mutex_unlock(&q_lock);
+    while (req && !stopping) {
+        ssize_t n = read(fuse_dev, req, REQ_BUF);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == ENOENT)
+                continue; /* ENOENT: the request was interrupted before we read it */
+            if (errno == ENODEV)
+                connection_ended();
+            else
+                fprintf(stderr, "themis datapath: reading /dev/fuse: %s\n", strerror(errno));
             break;
         }
-        q_head = r->next;
-        if (!q_head)
-            q_tail = NULL;
-        pthread_mutex_unlock(&q_lock);
-        run(r, &buf, &cap);
-        file_unref(r->f);
-        free(r->buf);
-        free(r);
+        if ((size_t)n < sizeof(struct fuse_in_header))
+            continue;
+        const struct fuse_in_header *h = (const struct fuse_in_header *)req;
+        if (h->opcode == FUSE_INTERRUPT)
+            continue; /* neither side handles interrupts: the request completes normally */
+        if (!serve(h, req + sizeof *h, (size_t)n - sizeof *h, &buf, &cap) &&
+            send(fwd, req, (size_t)n, MSG_NOSIGNAL) < 0)
+            fprintf(stderr, "themis datapath: passing a request on: %s\n", strerror(errno));
+    }
+    free(req);
+    free(buf);
+    return NULL;
+}
+
+/* pyfuse3's replies (and notifications) arrive on the socket pair: pass them to the kernel. */
+static void *forwarder(void *unused)
+{
+    (void)unused;
+    size_t cap = 4 << 20;
+    char *buf = malloc(cap);
+    while (buf) {
+        ssize_t n = recv(fwd, buf, cap, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (write(fuse_dev, buf, (size_t)n) < 0 && errno != ENOENT && errno != ENODEV)
+            fprintf(stderr, "themis datapath: passing a reply on: %s\n", strerror(errno));
     }
     free(buf);
     return NULL;
 }
 
-/* -- libfuse handlers (called in pyfuse3's receive loop, GIL held: queue and return) ------- */
-
-static dreq *request(fuse_req_t req, struct fuse_file_info *fi, int op)
-{
-    dfile *f = file_ref(fi->fh);
-    if (!f) {
-        fuse_reply_err(req, EBADF);
-        return NULL;
-    }
-    dreq *r = calloc(1, sizeof *r);
-    if (!r) {
-        file_unref(f);
-        fuse_reply_err(req, ENOMEM);
-        return NULL;
-    }
-    r->op = op;
-    r->req = req;
-    r->f = f;
-    return r;
-}
-
-static void h_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                   struct fuse_file_info *fi)
-{
-    (void)ino;
-    dreq *r = request(req, fi, OP_READ);
-    if (!r)
-        return;
-    r->off = off;
-    r->size = size;
-    enqueue(r);
-}
-
-static void h_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-                        struct fuse_file_info *fi)
-{
-    (void)ino;
-    dreq *r = request(req, fi, OP_WRITE);
-    if (!r)
-        return;
-    size_t size = fuse_buf_size(in);
-    /* the receive buffer (or splice pipe) is reused by the next request: copy the data out */
-    r->buf = malloc(size ? size : 1);
-    struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
-    out.buf[0].mem = r->buf;
-    ssize_t got = r->buf ? fuse_buf_copy(&out, in, 0) : -ENOMEM;
-    if (got < 0 || (size_t)got != size) {
-        fuse_reply_err(req, got < 0 ? (int)-got : EIO);
-        file_unref(r->f);
-        free(r->buf);
-        free(r);
-        return;
-    }
-    r->off = off;
-    r->size = size;
-    enqueue(r);
-}
-
-static void h_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-    (void)ino;
-    dreq *r = request(req, fi, OP_FLUSH);
-    if (r)
-        enqueue(r);
-}
-
-static void h_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-    (void)ino;
-    dreq *r = request(req, fi, OP_FSYNC);
-    if (!r)
-        return;
-    r->arg = datasync;
-    enqueue(r);
-}
-
-static void h_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
-                        struct fuse_file_info *fi)
-{
-    (void)ino;
-    dreq *r = request(req, fi, OP_FALLOCATE);
-    if (!r)
-        return;
-    r->arg = mode;
-    r->off = off;
-    r->size = (size_t)length;
-    enqueue(r);
-}
+static void on_wake(int sig) { (void)sig; }
 
 /* -- kernel options at INIT: pyfuse3's init, then ours ------------------------------------- */
 
 static void (*py_init)(void *, struct fuse_conn_info *);
 static unsigned opt_max_write, opt_max_readahead, opt_max_background;
-static int opt_writeback, opt_splice;
+static int opt_writeback;
 
 static void h_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -434,9 +420,8 @@ static void h_init(void *userdata, struct fuse_conn_info *conn)
         conn->max_background = opt_max_background;
     if (opt_writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
         conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-    if (!opt_splice)
-        conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-                                  FUSE_CAP_SPLICE_MOVE);
+    /* libfuse talks to a socket now: one read or writev per message, never splice */
+    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 }
 
 /* -- Python interface ---------------------------------------------------------------------- */
@@ -489,38 +474,63 @@ static PyObject *py_set_kernel_options(PyObject *self, PyObject *args, PyObject 
 {
     (void)self;
     static char *names[] = {"max_write", "max_readahead", "max_background", "writeback_cache",
-                            "splice", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIpp", names, &opt_max_write, &opt_max_readahead,
-                                     &opt_max_background, &opt_writeback, &opt_splice))
+                            NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIp", names, &opt_max_write, &opt_max_readahead,
+                                     &opt_max_background, &opt_writeback))
         return NULL;
     Py_RETURN_NONE;
 }
 
-/* Put the handlers into the libfuse operation table at `table` (before FUSE INIT). */
+/* Take the data path over (right after pyfuse3.init, before the session loop and FUSE INIT):
+ * wrap pyfuse3's init in the operation table at `table`, and put a socket pair in place of
+ * the session's /dev/fuse descriptor. */
 static PyObject *py_install(PyObject *self, PyObject *args)
 {
     (void)self;
-    unsigned long long addr;
-    if (!PyArg_ParseTuple(args, "K", &addr))
+    unsigned long long table, se;
+    if (!PyArg_ParseTuple(args, "KK", &table, &se))
         return NULL;
     if (!core) {
         PyErr_SetString(PyExc_RuntimeError, "configure first");
         return NULL;
     }
-    struct fuse_lowlevel_ops *ops = (struct fuse_lowlevel_ops *)(uintptr_t)addr;
-    if (!ops->init || !ops->lookup || !ops->write_buf) {
-        PyErr_SetString(PyExc_ValueError, "not pyfuse3's operation table");
+    if (fuse_dev >= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "already installed");
         return NULL;
     }
+    struct fuse_lowlevel_ops *ops = (struct fuse_lowlevel_ops *)(uintptr_t)table;
+    struct fuse_session *s = (struct fuse_session *)(uintptr_t)se;
+    int sfd = fuse_session_fd(s);
+    if (!ops->init || !ops->lookup || sfd < 0) {
+        PyErr_SetString(PyExc_ValueError, "not pyfuse3's session");
+        return NULL;
+    }
+    int pair[2], size = 8 << 20;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    for (int i = 0; i < 2; i++) { /* a message must fit whole: readdir replies, xattrs */
+        setsockopt(pair[i], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
+        setsockopt(pair[i], SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
+    }
+    int dev = fcntl(sfd, F_DUPFD_CLOEXEC, 0);
+    if (dev < 0 || dup3(pair[0], sfd, O_CLOEXEC) < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        if (dev >= 0)
+            close(dev);
+        close(pair[0]);
+        close(pair[1]);
+        return NULL;
+    }
+    close(pair[0]);
+    session_fd = sfd;
+    fuse_dev = dev;
+    fwd = pair[1];
+    session = s;
+    ended = 0;
     if (ops->init != h_init) {
         py_init = ops->init;
         ops->init = h_init;
     }
-    ops->read = h_read;
-    ops->write_buf = h_write_buf;
-    ops->flush = h_flush;
-    ops->fsync = h_fsync;
-    ops->fallocate = h_fallocate;
     Py_RETURN_NONE;
 }
 
@@ -534,36 +544,55 @@ static PyObject *py_start(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "threads must be 1..%d", MAX_THREADS);
         return NULL;
     }
-    if (nthreads) {
-        PyErr_SetString(PyExc_RuntimeError, "already started");
+    if (nthreads || fuse_dev < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "install first, start once");
         return NULL;
     }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_wake; /* no SA_RESTART: a blocked read returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(WAKE_SIGNAL, &sa, NULL) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
     stopping = 0;
-    for (int i = 0; i < n; i++) {
-        int err = pthread_create(&threads[i], NULL, worker, NULL);
+    for (int i = 0; i <= n; i++) {
+        int err = pthread_create(&threads[i], NULL, i < n ? reader : forwarder, NULL);
         if (err) {
             nthreads = i;
             errno = err;
             return PyErr_SetFromErrno(PyExc_OSError);
         }
     }
-    nthreads = n;
+    nthreads = n + 1;
     Py_RETURN_NONE;
 }
 
+/* After the session loop ended: stop the threads (each finishes the request it serves) and
+ * give the session its /dev/fuse descriptor back; libfuse then unmounts as usual. */
 static PyObject *py_stop(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
     Py_BEGIN_ALLOW_THREADS;
-    pthread_mutex_lock(&q_lock);
     stopping = 1;
-    pthread_cond_broadcast(&q_cond);
-    pthread_mutex_unlock(&q_lock);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(threads[i], NULL);
+    if (fwd >= 0)
+        shutdown(fwd, SHUT_RDWR);
+    for (int i = 0; i < nthreads; i++) {
+        struct timespec pause = {0, 1000000};
+        while (pthread_tryjoin_np(threads[i], NULL) == EBUSY) {
+            pthread_kill(threads[i], WAKE_SIGNAL);
+            nanosleep(&pause, NULL);
+        }
+    }
     Py_END_ALLOW_THREADS;
     nthreads = 0;
+    if (fuse_dev >= 0) {
+        dup3(fuse_dev, session_fd, O_CLOEXEC);
+        close(fuse_dev);
+    }
+    if (fwd >= 0)
+        close(fwd);
+    fuse_dev = fwd = -1;
     Py_RETURN_NONE;
 }
 
@@ -685,17 +714,17 @@ static PyMethodDef methods[] = {
      "configure(scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn and the device"},
     {"set_kernel_options", (PyCFunction)(void (*)(void))py_set_kernel_options,
      METH_VARARGS | METH_KEYWORDS,
-     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache, splice)"},
-    {"install", py_install, METH_VARARGS, "install(table_address): take over the data ops"},
-    {"start", py_start, METH_VARARGS, "start(threads): start the worker threads"},
-    {"stop", py_stop, METH_NOARGS, "stop(): finish queued requests and join the workers"},
+     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache)"},
+    {"install", py_install, METH_VARARGS, "install(table, session): take /dev/fuse over before FUSE INIT"},
+    {"start", py_start, METH_VARARGS, "start(threads): start the reader threads and the reply forwarder"},
+    {"stop", py_stop, METH_NOARGS, "stop(): join the threads, close /dev/fuse (after the session loop)"},
     {"register", py_register, METH_VARARGS, "register(fh, fd, job): an open file"},
     {"unregister", py_unregister, METH_VARARGS,
      "unregister(fh) -> bool: drop an open file once no request uses it"},
     {"job_stats", py_job_stats, METH_NOARGS,
      "job_stats() -> {job: (read bytes, write bytes, reads, writes, queue wait s)}"},
     {"forget_job", py_forget_job, METH_VARARGS, "forget_job(job) -> bool"},
-    {"served", py_served, METH_NOARGS, "served() -> requests answered by the workers"},
+    {"served", py_served, METH_NOARGS, "served() -> data requests answered in C"},
     {NULL, NULL, 0, NULL},
 };
 

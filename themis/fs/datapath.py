@@ -1,11 +1,13 @@
 """The compiled data path: reads, writes, flush, fsync and fallocate of open files in C.
 
-pyfuse3 still receives every request in its trio loop; :meth:`CompiledDataPath.install` puts
-the handlers of ``themis/fs/_datapath.c`` into the session's libfuse operation table, so those
-operations are only queued there, and a pool of C threads serves them without the GIL: each
-chunk (at most ``chunk_bytes``) waits for its fair turn from the scheduler core's C API, runs
-``pread``/``pwrite`` on the descriptor that open made as the caller, holds the turn for the
-emulated device time (device emulation on), and the thread replies. Python registers each open
+:meth:`CompiledDataPath.install` gives ``themis/fs/_datapath.c`` the session's ``/dev/fuse``
+descriptor and pyfuse3 a socket pair in its place. C reader threads read every request; they
+serve the data operations themselves, without the GIL: each chunk (at most ``chunk_bytes``)
+waits for its fair turn from the scheduler core's C API, runs ``pread``/``pwrite`` on the
+descriptor that open made as the caller, holds the turn for the emulated device time (device
+emulation on), and the thread replies. Every other request goes on, unchanged, to pyfuse3's
+trio loop (the Python operations and all their security rules), whose replies a C thread
+passes back to the kernel. Python registers each open
 file (fh -> descriptor, job handle) at open/create and drops it at release, after which it
 closes the descriptor. The C side counts per-job bytes, operations and queue wait, read by the
 metrics collector at scrape time. One mount per process (the C state is global).
@@ -19,6 +21,7 @@ from typing import Protocol
 
 from themis.fs import _datapath
 from themis.fs.device import EmulatedDevice
+from themis.fs.lowlevel import OpTable
 from themis.fs.shared_device import SharedEmulatedDevice
 from themis.metrics import IOTotals
 from themis.sched.tags import JobTag
@@ -41,7 +44,6 @@ class KernelOptions:
     max_readahead: int = 1 << 20
     max_background: int = 64
     writeback_cache: bool = False
-    splice: bool = True
 
 
 class CompiledDataPath:
@@ -61,7 +63,7 @@ class CompiledDataPath:
         _datapath.configure(scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
         k = kernel or KernelOptions()
         _datapath.set_kernel_options(
-            k.max_write, k.max_readahead, k.max_background, k.writeback_cache, k.splice
+            k.max_write, k.max_readahead, k.max_background, k.writeback_cache
         )
         self._handles: dict[str, int] = {}  # job id -> the core's job handle
         self._jobs: dict[int, str] = {}  # and back
@@ -76,10 +78,10 @@ class CompiledDataPath:
             self._jobs[handle] = tag.job_id
         return handle
 
-    def install(self, table: int) -> None:
-        """Take over the data operations in the operation table at ``table`` and start the
-        worker threads (right after ``pyfuse3.init``, before the session loop runs)."""
-        _datapath.install(table)
+    def install(self, table: OpTable) -> None:
+        """Take /dev/fuse over and start the threads (right after ``pyfuse3.init``, before the
+        session loop runs)."""
+        _datapath.install(table.address, table.session)
         _datapath.start(self.threads)
         self._started = True
 

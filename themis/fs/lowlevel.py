@@ -10,8 +10,9 @@ own ``lookup``, ``forget_multi`` and ``readdirplus`` handlers, so another pyfuse
 build leaves ``fallocate`` unanswered (the kernel then reports EOPNOTSUPP, as before) with a
 warning, rather than corrupting anything.
 
-:func:`op_table` finds the table for the compiled data path (themis/fs/datapath.py), which
-takes over read, write, flush, fsync and fallocate; :func:`install_fallocate` serves fallocate
+:func:`op_table` finds the session and table for the compiled data path
+(themis/fs/datapath.py), which wraps ``init`` there (kernel options) and takes ``/dev/fuse``
+over; :func:`install_fallocate` serves fallocate
 alone for the Python data path. Its callback runs on the event loop thread inside pyfuse3's
 request processing and answers at once with ``fuse_reply_err`` (0 on success).
 """
@@ -24,7 +25,7 @@ import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger("themis.fs")
 
@@ -93,9 +94,16 @@ def _fallocate(req: int, ino: int, mode: int, offset: int, length: int, fi: int)
     _reply(req, err)
 
 
-def op_table() -> int | None:
-    """Address of the FUSE session's libfuse operation table (call right after
-    ``pyfuse3.init``), or None, with a warning, when pyfuse3's layout is not the expected one."""
+class OpTable(NamedTuple):
+    """pyfuse3's ``struct fuse_session *`` and the address of its operation table."""
+
+    session: int
+    address: int
+
+
+def op_table() -> OpTable | None:
+    """The FUSE session and its libfuse operation table (call right after ``pyfuse3.init``),
+    or None, with a warning, when pyfuse3's layout is not the expected one."""
     import pyfuse3
 
     so = Path(pyfuse3.__file__)
@@ -131,7 +139,7 @@ def op_table() -> int | None:
             exc,
         )
         return None
-    return int(se + offset)
+    return OpTable(int(se), int(se + offset))
 
 
 def install_fallocate(handler: Allocate) -> bool:
@@ -144,6 +152,6 @@ def install_fallocate(handler: Allocate) -> bool:
         return False
     if not _installed:
         _installed.append(_CALLBACK(_fallocate))
-    slot = ctypes.c_void_p.from_address(table + _SLOTS["fallocate"] * _SLOT)
+    slot = ctypes.c_void_p.from_address(table.address + _SLOTS["fallocate"] * _SLOT)
     slot.value = ctypes.cast(_installed[0], ctypes.c_void_p).value
     return True

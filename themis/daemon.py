@@ -162,6 +162,7 @@ class Daemon:
             keep_cache=cfg.mount.keep_cache,
             files=self.datapath,
             writeback_cache=self.datapath is not None and m.writeback_cache,
+            cache_unchanged=m.cache_unchanged,
         )
         self._stop_metrics: Callable[[], None] | None = None
         self._backing_ok = True

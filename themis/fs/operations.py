@@ -117,6 +117,7 @@ class PassthroughFS(pyfuse3.Operations):
         keep_cache: bool = False,
         files: OpenFiles | None = None,
         writeback_cache: bool = False,
+        cache_unchanged: bool = False,
     ) -> None:
         super().__init__()
         self.backing = os.path.abspath(backing)
@@ -130,6 +131,8 @@ class PassthroughFS(pyfuse3.Operations):
         self.keep_cache = keep_cache
         self.files = files
         self.writeback_cache = writeback_cache
+        self.cache_unchanged = cache_unchanged
+        self._closed_as: dict[int, tuple[int, int, int]] = {}  # inode -> mtime, ctime, size
         self.act_as_caller = can_switch_credentials()
         if not self.act_as_caller:
             log.warning(
@@ -234,6 +237,27 @@ class PassthroughFS(pyfuse3.Operations):
                 except PermissionError:
                     pass  # write-only for this caller: partial-page writes may fail
             return opener(flags)
+
+    def _keep_cache(self, inode: int, fd: int) -> bool:
+        """Whether the kernel may keep the file's cached pages: always with ``keep_cache``;
+        with ``cache_unchanged`` when mtime, ctime and size are those of its last close here
+        (a change made directly in the backing directory moves ctime, which no one can set)."""
+        if self.keep_cache:
+            return True
+        if not self.cache_unchanged:
+            return False
+        st = os.fstat(fd)
+        return self._closed_as.get(inode) == (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+    def _remember_close(self, handle: Handle) -> None:
+        if not self.cache_unchanged:
+            return
+        with contextlib.suppress(OSError):
+            st = os.fstat(handle.fd)
+            self._closed_as.pop(handle.inode, None)
+            self._closed_as[handle.inode] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            if len(self._closed_as) > 65536:  # bounded: forget the oldest
+                del self._closed_as[next(iter(self._closed_as))]
 
     def refresh_root(self) -> bool:
         """Whether the backing directory is there; a directory made again is served anew."""
@@ -433,8 +457,9 @@ class PassthroughFS(pyfuse3.Operations):
         flags = (flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY | os.O_NOFOLLOW)) | os.O_CLOEXEC
         # reopens exactly this inode, checked as the caller
         fd = self._open_as_caller(ctx, flags, lambda f: os.open(proc_fd(node_fd), f))
+        keep = self._keep_cache(inode, fd)
         fh = cast(pyfuse3.FileHandleT, self._opened(fd, inode, tag))
-        return pyfuse3.FileInfo(fh=fh, keep_cache=self.keep_cache)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=keep)
 
     @fuse_errors
     async def create(
@@ -492,6 +517,7 @@ class PassthroughFS(pyfuse3.Operations):
             return
         if self.files is not None:
             self.files.closed(fh)
+        self._remember_close(handle)
         fds = self._open.get(handle.inode)
         if fds is not None:
             fds.discard(handle.fd)

@@ -79,7 +79,7 @@ THEMIS = [
     ("themis size-fair, Python data path", "size-fair", "lottery", "", 'datapath = "python"'),
     ("themis size-fair, writeback cache", "size-fair", "lottery", "", "writeback_cache = true"),
     ("themis size-fair, 128 KiB readahead", "size-fair", "lottery", "", "max_readahead_kb = 128"),
-    ("themis size-fair, cache unchanged", "size-fair", "lottery", "", "cache_unchanged = true"),
+    ("themis size-fair, reads copied", "size-fair", "lottery", "", "splice_reads = false"),
 ]
 
 

@@ -34,6 +34,7 @@ class MountConfig:
     data_threads: int = 16  # compiled data path: worker threads (requests under way at once)
     max_readahead_kb: int = 1024  # kernel readahead per file: FUSE reads up to 1 MiB
     writeback_cache: bool = False  # the kernel merges small writes (compiled data path only)
+    splice_reads: bool = True  # compiled data path: reads answered by splice (no copy)
     cache_unchanged: bool = False  # keep cached pages of files unchanged since their last close
 
 

@@ -148,6 +148,7 @@ class Daemon:
                 max_readahead=max(m.max_readahead_kb, 128) << 10,
                 max_background=m.max_background,
                 writeback_cache=m.writeback_cache,
+                splice_reads=m.splice_reads,
             )
             self.datapath = CompiledDataPath(self.scheduler, device, m.data_threads, kernel)
             self.metrics.io_source = self.datapath.totals

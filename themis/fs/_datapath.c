@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,10 +195,84 @@ static void reply(uint64_t unique, int err, const void *data, size_t n)
         fprintf(stderr, "themis datapath: reply failed: %s\n", strerror(errno));
 }
 
+static int opt_splice_reads;
+#define SPLICE_MIN (64 << 10)
+
+/* Empty a pipe left half-full by a failed splice. */
+static void drain(int p[2])
+{
+    char scratch[65536];
+    while (read(p[0], scratch, sizeof scratch) > 0)
+        ;
+}
+
+/* A per-thread pipe of 2 MiB for spliced replies; -1 when splicing is off or impossible. */
+static int reply_pipe(int p[2])
+{
+    if (p[0] >= 0 || !opt_splice_reads)
+        return p[0];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+        return p[0] = -1;
+    if (fcntl(p[1], F_SETPIPE_SZ, 2 << 20) < (2 << 20)) {
+        close(p[0]);
+        close(p[1]);
+        return p[0] = p[1] = -1;
+    }
+    return p[0];
+}
+
+/* Reply to a read of at most one chunk without copying: the file's pages go into the pipe
+ * (at the chunk's turn, holding it for the emulated device time), then the pipe to the kernel.
+ * Returns the bytes sent, or -1 when the caller should fall back to pread (nothing sent). */
+static ssize_t splice_read(dfile *f, uint64_t unique, uint64_t offset, size_t size, int p[2])
+{
+    struct stat st;
+    if (fstat(f->fd, &st) < 0)
+        return -1;
+    size_t n = 0;
+    if ((uint64_t)st.st_size > offset)
+        n = (uint64_t)st.st_size - offset < size ? (size_t)((uint64_t)st.st_size - offset) : size;
+    struct fuse_out_header h = {(uint32_t)(sizeof h + n), 0, unique};
+    int64_t ticket = turn(f, size);
+    if (ticket < 0)
+        return -1;
+    ssize_t sent = -1;
+    size_t got = 0;
+    loff_t at = (loff_t)offset;
+    if (write(p[1], &h, sizeof h) == (ssize_t)sizeof h) {
+        while (got < n) {
+            ssize_t r = splice(f->fd, &at, p[1], NULL, n - got, SPLICE_F_MOVE);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+    }
+    if (got == n) {
+        occupy(n);
+        ssize_t w = splice(p[0], NULL, fuse_dev, NULL, sizeof h + n, SPLICE_F_MOVE);
+        if (w == (ssize_t)(sizeof h + n) || (w < 0 && errno == ENOENT)) /* ENOENT: interrupted */
+            sent = (ssize_t)n;
+    }
+    api->release(core, ticket);
+    if (sent < 0)
+        drain(p);
+    return sent;
+}
+
 static void do_read(dfile *f, uint64_t unique, const struct fuse_read_in *in, char **buf,
-                    size_t *cap)
+                    size_t *cap, int p[2])
 {
     size_t size = in->size;
+    /* measured: splice pays from large reads on (1 MiB +19 %); for 4 KiB its fstat and pipe
+     * round trips cost a third of the IOPS */
+    if (size >= SPLICE_MIN && size <= chunk_bytes && reply_pipe(p) >= 0) {
+        ssize_t sent = splice_read(f, unique, in->offset, size, p);
+        if (sent >= 0) {
+            atomic_fetch_add_explicit(&f->js->rbytes, (uint64_t)sent, memory_order_relaxed);
+            atomic_fetch_add_explicit(&f->js->rops, 1, memory_order_relaxed);
+            return;
+        }
+    }
     if (size > *cap) {
         char *grown = realloc(*buf, size);
         if (!grown) {
@@ -273,7 +348,7 @@ static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, 
 
 /* Serve a data request (its argument follows the header); 0 when it is not one. */
 static int serve(const struct fuse_in_header *h, const char *arg, size_t len, char **buf,
-                 size_t *cap)
+                 size_t *cap, int rp[2])
 {
     size_t need;
     switch (h->opcode) {
@@ -298,7 +373,7 @@ static int serve(const struct fuse_in_header *h, const char *arg, size_t len, ch
     int err;
     switch (h->opcode) {
     case FUSE_READ:
-        do_read(f, h->unique, (const struct fuse_read_in *)arg, buf, cap);
+        do_read(f, h->unique, (const struct fuse_read_in *)arg, buf, cap, rp);
         break;
     case FUSE_WRITE: {
         const struct fuse_write_in *in = (const struct fuse_write_in *)arg;
@@ -357,6 +432,7 @@ static void *reader(void *unused)
     pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
     char *req = malloc(REQ_BUF), *buf = NULL;
     size_t cap = 0;
+    int rp[2] = {-1, -1}; /* this thread's reply pipe */
     while (req && !stopping) {
         ssize_t n = read(fuse_dev, req, REQ_BUF);
         if (n < 0) {
@@ -373,12 +449,16 @@ static void *reader(void *unused)
         const struct fuse_in_header *h = (const struct fuse_in_header *)req;
         if (h->opcode == FUSE_INTERRUPT)
             continue; /* neither side handles interrupts: the request completes normally */
-        if (!serve(h, req + sizeof *h, (size_t)n - sizeof *h, &buf, &cap) &&
+        if (!serve(h, req + sizeof *h, (size_t)n - sizeof *h, &buf, &cap, rp) &&
             send(fwd, req, (size_t)n, MSG_NOSIGNAL) < 0)
             fprintf(stderr, "themis datapath: passing a request on: %s\n", strerror(errno));
     }
     free(req);
     free(buf);
+    if (rp[0] >= 0) {
+        close(rp[0]);
+        close(rp[1]);
+    }
     return NULL;
 }
 
@@ -473,10 +553,11 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *py_set_kernel_options(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"max_write", "max_readahead", "max_background", "writeback_cache",
-                            NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIp", names, &opt_max_write, &opt_max_readahead,
-                                     &opt_max_background, &opt_writeback))
+    static char *names[] = {"max_write",       "max_readahead", "max_background",
+                            "writeback_cache", "splice_reads",  NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIpp", names, &opt_max_write,
+                                     &opt_max_readahead, &opt_max_background, &opt_writeback,
+                                     &opt_splice_reads))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -714,7 +795,7 @@ static PyMethodDef methods[] = {
      "configure(scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn and the device"},
     {"set_kernel_options", (PyCFunction)(void (*)(void))py_set_kernel_options,
      METH_VARARGS | METH_KEYWORDS,
-     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache)"},
+     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache, splice_reads)"},
     {"install", py_install, METH_VARARGS, "install(table, session): take /dev/fuse over before FUSE INIT"},
     {"start", py_start, METH_VARARGS, "start(threads): start the reader threads and the reply forwarder"},
     {"stop", py_stop, METH_NOARGS, "stop(): join the threads, close /dev/fuse (after the session loop)"},

@@ -44,6 +44,7 @@ class KernelOptions:
     max_readahead: int = 1 << 20
     max_background: int = 64
     writeback_cache: bool = False
+    splice_reads: bool = True  # reply to reads with the file's pages, not a copy (not an INIT flag)
 
 
 class CompiledDataPath:
@@ -63,7 +64,7 @@ class CompiledDataPath:
         _datapath.configure(scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
         k = kernel or KernelOptions()
         _datapath.set_kernel_options(
-            k.max_write, k.max_readahead, k.max_background, k.writeback_cache
+            k.max_write, k.max_readahead, k.max_background, k.writeback_cache, k.splice_reads
         )
         self._handles: dict[str, int] = {}  # job id -> the core's job handle
         self._jobs: dict[int, str] = {}  # and back

@@ -143,7 +143,10 @@ class Daemon:
         self.io = ScheduledIO(self.gate, device, self.metrics, io_threads=s.io_threads)
         m = cfg.mount
         self.datapath: CompiledDataPath | None = None
-        if m.datapath == "compiled":
+        if m.datapath == "compiled" and not isinstance(self.scheduler, Scheduler):
+            # cluster mode's rate caps run in the Python reference scheduler, which C cannot call
+            log.warning("%s: compiled data path off: reads and writes run in Python", cfg.source)
+        elif m.datapath == "compiled":
             kernel = KernelOptions(
                 max_readahead=max(m.max_readahead_kb, 128) << 10,
                 max_background=m.max_background,

@@ -38,11 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if __has_include("../sched/core_api.h")
 #include "../sched/core_api.h"
-#else
-#include "_core_standin.h"
-#endif
 
 #define NBUCKETS 4096
 #define MAX_THREADS 1024
@@ -108,7 +104,7 @@ static void file_unref(dfile *f)
     pthread_mutex_unlock(&tab_lock);
 }
 
-/* -- the fair turn: the scheduler core, or the stand-in gate ------------------------------- */
+/* -- the fair turn: the compiled scheduler core (themis/sched/core_api.h) ------------------- */
 
 static const themis_core_api *api;
 static ts_core *core;
@@ -525,11 +521,7 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "chunk_bytes must be at least 4096");
         return NULL;
     }
-#ifdef THEMIS_CORE_STANDIN
-    const themis_core_api *a = &standin_api;
-#else
     const themis_core_api *a = PyCapsule_Import(THEMIS_CORE_CAPSULE, 0);
-#endif
     if (!a)
         return NULL;
     if (a->version != THEMIS_CORE_API_VERSION) {

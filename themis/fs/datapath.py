@@ -30,10 +30,12 @@ log = logging.getLogger("themis.fs")
 
 
 class CoreScheduler(Protocol):
-    """What the data path needs of the scheduler (its C API is reached from the C side)."""
+    """What the data path needs of the compiled scheduler (themis.sched.Scheduler); the C side
+    reaches its core through the capsule of themis/sched/core_api.h."""
 
-    max_inflight: int
     chunk_bytes: int
+
+    def job_handle(self, tag: JobTag) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,7 @@ class CompiledDataPath:
     def job_handle(self, tag: JobTag) -> int:
         handle = self._handles.get(tag.job_id)
         if handle is None:
-            make = getattr(self.scheduler, "job_handle", None)
-            handle = int(make(tag)) if make is not None else len(self._handles) + 1
-            self._handles[tag.job_id] = handle
+            handle = self._handles[tag.job_id] = self.scheduler.job_handle(tag)
             self._jobs[handle] = tag.job_id
         return handle
 

@@ -6,8 +6,10 @@ See docs/themis-sched-api.md.
 from themis.sched.dispatch import Dispatcher, FifoDispatcher, LotteryDispatcher, SfqDispatcher
 from themis.sched.items import Chunk, Request
 from themis.sched.policy import POLICIES, Policy, PolicyError, load_policy
+from themis.sched.reference import ReferenceScheduler
 from themis.sched.registry import DISPATCHERS, make_dispatcher
-from themis.sched.scheduler import JobStats, MiB, SchedStats, Scheduler
+from themis.sched.scheduler import Scheduler, core_api
+from themis.sched.stats import JobStats, MiB, SchedStats
 from themis.sched.tags import JobTag
 from themis.sched.throttle import GiftDispatcher, TbfDispatcher
 
@@ -23,12 +25,14 @@ __all__ = [
     "LotteryDispatcher",
     "MiB",
     "Policy",
+    "ReferenceScheduler",
     "PolicyError",
     "Request",
     "SchedStats",
     "Scheduler",
     "SfqDispatcher",
     "TbfDispatcher",
+    "core_api",
     "load_policy",
     "make_dispatcher",
 ]

@@ -15,10 +15,14 @@ from themis.sched.items import DISPATCHED, Chunk, Request
 from themis.sched.scheduler import Scheduler
 from themis.sched.tags import JobTag
 
+POLL_S = 0.001  # while C threads share the scheduler: how often a waiter looks for its turn
+
 
 class Gate:
     """Admits I/O operations in the order the scheduler dispatches them, at most
-    ``scheduler.max_inflight`` at a time.  Single trio event loop only."""
+    ``scheduler.max_inflight`` at a time.  Single trio event loop only.  When C threads share the
+    compiled scheduler (``core_api.h``), a chunk of ours they dispatch waits in the core until our
+    next ``take()``, so waiters then look every ``POLL_S`` seconds."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -58,6 +62,8 @@ class Gate:
         sched = self.scheduler
         while not event.is_set():
             wake = sched.wakeup_time()
+            if wake is None and sched.shared:
+                wake = sched.clock() + POLL_S
             if wake is None:
                 await event.wait()
             else:

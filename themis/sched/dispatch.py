@@ -119,6 +119,7 @@ class LotteryDispatcher(TreeDispatcher):
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
+        self.seed = seed
         self.rng = random.Random(seed)
 
     def activate(self, job: JobState, now: float) -> None:

@@ -12,11 +12,12 @@ QUEUED, DISPATCHED, DONE, CANCELLED = 0, 1, 2, 3
 
 
 class Chunk:
-    """The unit the scheduler dispatches: ``nbytes`` at ``offset`` within its ``request``."""
+    """The unit the scheduler dispatches: ``nbytes`` at ``offset`` within its ``request``;
+    ``job`` is the scheduler's record of the job (a :class:`JobState` in the reference model)."""
 
     __slots__ = ("request", "job", "index", "offset", "nbytes", "state")
 
-    def __init__(self, request: Request, job: JobState, index: int, offset: int, nbytes: int):
+    def __init__(self, request: Request, job: Any, index: int, offset: int, nbytes: int):
         self.request = request
         self.job = job
         self.index = index
@@ -44,7 +45,7 @@ class Request(Chunk):
 
     __slots__ = ("tag", "payload", "pending", "seq", "_chunks")
 
-    def __init__(self, tag: JobTag, nbytes: int, payload: Any, seq: int, job: JobState) -> None:
+    def __init__(self, tag: JobTag, nbytes: int, payload: Any, seq: int, job: Any) -> None:
         # ``tag``/``payload`` are slots here and read-only properties on Chunk
         self.tag = tag  # type: ignore[misc]
         self.nbytes = nbytes

@@ -1,51 +1,63 @@
-"""The Themis fair-share scheduler core: queue, chunk, and dispatch I/O requests by policy."""
+"""The Themis fair-share scheduler: queue, chunk, and dispatch I/O requests by policy.
+
+The queues, the share tree and the dispatchers run in the compiled core
+(``themis/sched/_core.c``); this class keeps the Python objects (requests, chunks, tags) and
+turns policies into tree weights.  :mod:`themis.sched.reference` is the same scheduler in pure
+Python: the model the core is tested against.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from themis.sched.dispatch import Dispatcher
-from themis.sched.items import CANCELLED, DISPATCHED, DONE, QUEUED, Chunk, JobState, Request
+from themis.sched._core import _C_API, Core
+from themis.sched.dispatch import Dispatcher, FifoDispatcher, LotteryDispatcher, SfqDispatcher
+from themis.sched.items import CANCELLED, DISPATCHED, DONE, QUEUED, Chunk, Request
 from themis.sched.policy import Policy
+from themis.sched.reference import ReferenceScheduler
 from themis.sched.registry import make_dispatcher
+from themis.sched.stats import JobStats, MiB, SchedStats
 from themis.sched.tags import JobTag
-from themis.sched.window import ShareWindow
+from themis.sched.throttle import GiftDispatcher, TbfDispatcher
 
-MiB = 1 << 20
+__all__ = ["JobStats", "MiB", "SchedStats", "Scheduler", "core_api"]
 
-
-@dataclass(frozen=True)
-class JobStats:
-    """One job's counters in :meth:`Scheduler.stats`."""
-
-    job_id: str
-    user: str
-    group: str
-    nodes: int
-    bytes_served: int
-    ops_served: int
-    queued_chunks: int
-    queued_bytes: int
-    inflight: int
-    target_share: float
-    achieved_share: float
+_COMPILED = (FifoDispatcher, LotteryDispatcher, SfqDispatcher, TbfDispatcher, GiftDispatcher)
+_KIND = {"fifo": 0, "lottery": 1, "sfq": 2, "tbf": 3, "gift": 4}
 
 
-@dataclass(frozen=True)
-class SchedStats:
-    """A snapshot of the scheduler: totals and per-job counters."""
+def core_api() -> object:
+    """The capsule (``themis.sched._core._C_API``, see ``themis/sched/core_api.h``) through which
+    a C extension calls a compiled scheduler without the GIL."""
+    return _C_API
 
-    policy: str
-    dispatcher: str
-    queued_chunks: int
-    inflight: int
-    max_inflight: int
-    bytes_served: int
-    ops_served: int
-    jobs: dict[str, JobStats]
+
+class _Job:
+    """A job known to the core: its tag and its handle there."""
+
+    __slots__ = ("tag", "handle")
+
+    def __init__(self, tag: JobTag, handle: int) -> None:
+        self.tag = tag
+        self.handle = handle
+
+
+def _config(disp: Dispatcher, nlev: int) -> tuple[int, int, int, float, float, float, float, float]:
+    """The core's dispatcher configuration for a (reference) dispatcher object."""
+    tbf = disp if isinstance(disp, TbfDispatcher) else None
+    gift = disp if isinstance(disp, GiftDispatcher) else None
+    return (
+        _KIND[disp.name],
+        nlev,
+        abs(disp.seed) if isinstance(disp, LotteryDispatcher) else 0,
+        tbf.rate if tbf else 0.0,
+        tbf.burst if tbf else 0.0,
+        gift.capacity if gift else 0.0,
+        gift.burst_s if gift else 0.0,
+        gift.coupon_s if gift else 0.0,
+    )
 
 
 class Scheduler:
@@ -53,11 +65,22 @@ class Scheduler:
 
     Dispatchers charge each chunk ``max(nbytes, min_charge)`` so that zero-byte metadata
     operations are not free.  ``submit`` queues a request (split into chunks of at most
-    ``chunk_bytes``), ``next`` returns
-    the next chunk to run or None (nothing queued, ``max_inflight`` reached, or a throttling
-    dispatcher holds back), ``done`` reports a finished chunk.  Work-conserving for the lottery,
-    SFQ and FIFO dispatchers.  Not thread-safe: drive it from one thread or event loop.
+    ``chunk_bytes``), ``next`` returns the next chunk to run or None (nothing queued,
+    ``max_inflight`` reached, or a throttling dispatcher holds back), ``done`` reports a finished
+    chunk.  Work-conserving for the lottery, SFQ and FIFO dispatchers.  Drive it from one thread
+    or event loop; C threads share it through :func:`core_api` (``acquire``/``release``).
+
+    A custom :class:`Dispatcher` the core does not implement (cluster mode's rate caps) gets a
+    :class:`~themis.sched.reference.ReferenceScheduler` instead.
     """
+
+    core: Core
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Scheduler:
+        disp = args[1] if len(args) > 1 else kwargs.get("dispatcher")
+        if isinstance(disp, Dispatcher) and not isinstance(disp, _COMPILED):
+            return ReferenceScheduler(*args, **kwargs)  # type: ignore[return-value]
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -77,53 +100,108 @@ class Scheduler:
         if chunk_bytes < 1:
             raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
         self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
-        self.max_inflight = max_inflight
         self.chunk_bytes = chunk_bytes
         self.clock = clock
         self.seed = seed
         self.min_charge = min_charge
-        self._jobs: dict[str, JobState] = {}
-        self._queued = 0
-        self._inflight = 0
+        self._jobs: dict[str, _Job] = {}
+        self._handles: dict[int, _Job] = {}
+        self._keys: dict[str, int] = {}  # tree-node keys ("g:..", "u:..") -> ints for the core
+        self._boosts: Mapping[tuple[str, ...], float] = {}
         self._seq = 0
-        self._bytes = 0  # served by jobs since dropped (live jobs count their own)
-        self._ops = 0
-        self._window = ShareWindow(window)
         self._disp_request = dispatcher
         self._disp_options = dict(dispatcher_options)
-        self._use(self._make(dispatcher, dispatcher_options))
+        self._disp = self._make(dispatcher)
+        self._timed = self._disp.timed
+        self.core = Core(
+            _config(self._disp, len(self.policy.levels)),
+            max_inflight,
+            min_charge,
+            chunk_bytes,
+            window,
+            clock is time.monotonic,
+        )
 
-    def _use(self, disp: Dispatcher) -> None:
-        """Attach ``disp`` to the policy and cache its hot-path hooks."""
-        disp.attach(self.policy)
-        self._disp = disp
-        self._pick, self._served = disp.pick, disp.served
-        self._ordered, self._timed = disp.ordered, disp.timed
-
-    def _make(self, dispatcher: str | Dispatcher, options: Mapping[str, Any]) -> Dispatcher:
+    def _make(self, dispatcher: str | Dispatcher) -> Dispatcher:
         if self.policy.fifo:
             return make_dispatcher("fifo")
         if isinstance(dispatcher, Dispatcher):
+            if not isinstance(dispatcher, _COMPILED):
+                raise ValueError(f"the compiled scheduler cannot run {type(dispatcher).__name__}")
             return dispatcher
-        return make_dispatcher(dispatcher, seed=self.seed, **options)
+        return make_dispatcher(dispatcher, seed=self.seed, **self._disp_options)
 
     # -- properties -----------------------------------------------------------------------
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher's description (name, ``timed``, options); the core runs it."""
         return self._disp
+
+    @property
+    def max_inflight(self) -> int:
+        return int(self.core.max_inflight)
+
+    @max_inflight.setter
+    def max_inflight(self, value: int) -> None:
+        self.core.max_inflight = value
 
     @property
     def queued(self) -> int:
         """Chunks waiting to be dispatched."""
-        return self._queued
+        return int(self.core.queued)
+
+    @property
+    def shared(self) -> bool:
+        """True once C threads have called ``acquire`` on this scheduler."""
+        return bool(self.core.shared)
 
     @property
     def inflight(self) -> int:
         """Chunks dispatched and not yet done."""
-        return self._inflight
+        return int(self.core.inflight)
 
-    def job_state(self, job_id: str) -> JobState | None:
-        return self._jobs.get(job_id)
+    # -- jobs -------------------------------------------------------------------------------
+    def _desc(
+        self, tag: JobTag
+    ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], float]:
+        """The job's tree path (interned keys), base weights and boosts per level, TBF rate."""
+        policy, keys = self.policy, self._keys
+        path = policy.path(tag)
+        ids = tuple(keys.setdefault(k, len(keys)) for k in path[:-1])
+        bases = tuple(policy.node_weight(lv, tag) for lv in policy.levels) + (
+            policy.leaf_weight(tag),
+        )
+        boosts = tuple(self._boosts.get(path[: i + 1], 1.0) for i in range(len(path)))
+        disp = self._disp
+        rate = (
+            float(disp.rates.get(tag.job_id, disp.rate)) if isinstance(disp, TbfDispatcher) else 0.0
+        )
+        return ids, bases, boosts, rate
+
+    def _job(self, tag: JobTag) -> _Job:
+        """The job's record, registering it with the core (or updating its tag) if needed."""
+        job = self._jobs.get(tag.job_id)
+        if job is None:
+            self._reap()
+            job = _Job(tag, self.core.add_job(*self._desc(tag)))
+            self._jobs[tag.job_id] = self._handles[job.handle] = job
+        elif job.tag is not tag and job.tag != tag:
+            job.tag = tag  # the job's description changed (e.g. resize): only new nodes
+            self.core.set_job(job.handle, *self._desc(tag))
+        return job
+
+    def _reap(self) -> None:
+        """Forget the records of jobs the core dropped."""
+        for handle in self.core.reap():
+            job = self._handles.pop(handle)
+            if self._jobs.get(job.tag.job_id) is job:
+                del self._jobs[job.tag.job_id]
+
+    def job_handle(self, tag: JobTag) -> int:
+        """The core's int handle of the job (C callers pass it to ``acquire``); valid until the
+        job is forgotten and has no more queued or in-flight work."""
+        self._reap()
+        return self._job(tag).handle
 
     # -- the request path -------------------------------------------------------------------
     def submit(self, tag: JobTag, nbytes: int, payload: Any = None) -> Request:
@@ -131,192 +209,146 @@ class Scheduler:
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         job = self._jobs.get(tag.job_id)
-        if job is None:
-            job = self._jobs[tag.job_id] = JobState(tag)
-        else:
-            if job.tag is not tag and job.tag != tag:
-                job.tag = tag  # the job's description changed (e.g. resize): only new nodes
-            if job.retired:
-                job.retired = False
+        if job is None or (job.tag is not tag and job.tag != tag):
+            job = self._job(tag)
         seq = self._seq = self._seq + 1
         req = Request(tag, nbytes, payload, seq, job)
-        queue = job.queue
-        was_idle = not queue
+        now = self.clock() if self._timed else 0.0
+        core = self.core
         if nbytes <= self.chunk_bytes:
-            queue.append(req)
-            self._queued += 1
-            if self._ordered:
-                self._disp.enqueue(req)
+            if not core.submit(job.handle, nbytes, req, now):  # the core dropped the job
+                self._reap()
+                req.job = job = self._job(tag)
+                core.submit(job.handle, nbytes, req, now)
         else:
             chunks = req.split(self.chunk_bytes)
-            queue.extend(chunks)
-            self._queued += len(chunks)
-            if self._ordered:
-                for chunk in chunks:
-                    self._disp.enqueue(chunk)
-        if was_idle:
-            self._disp.activate(job, self.clock() if self._timed else 0.0)
+            if not core.submit(job.handle, chunks[0].nbytes, chunks[0], now):
+                self._reap()
+                req.job = job = self._job(tag)
+                for c in chunks:
+                    c.job = job
+                core.submit(job.handle, chunks[0].nbytes, chunks[0], now)
+            for c in chunks[1:]:
+                core.submit(job.handle, c.nbytes, c, now)
         return req
 
     def next(self) -> Chunk | None:
         """The next chunk to run now, or None; the caller must call :meth:`done` on it."""
-        got = self.take(1)
+        got = self.core.take(1, self.clock() if self._timed else 0.0)
         return got[0] if got else None
 
     def take(self, limit: int = 0) -> list[Chunk]:
         """Every chunk that may run now, in dispatch order (at most ``limit`` if > 0): the
         batch form of :meth:`next`."""
-        inflight, queued = self._inflight, self._queued
-        room = self.max_inflight - inflight
-        if room <= 0 or not queued:
-            return []
-        if 0 < limit < room:
-            room = limit
-        now = self.clock() if self._timed else 0.0
-        pick, served, mc = self._pick, self._served, self.min_charge
-        out: list[Chunk] = []
-        # the counters live in locals here: dispatchers never read the scheduler
-        while room and queued:
-            job = pick(now)
-            if job is None:
-                break
-            queue = job.queue
-            chunk = queue.popleft()
-            nbytes = chunk.nbytes
-            chunk.state = DISPATCHED
-            job.inflight += 1
-            queued -= 1
-            inflight += 1
-            room -= 1
-            active = True if queue else False  # noqa: SIM210 - no bool() call per chunk
-            served(job, nbytes if nbytes > mc else mc, active, now)
-            out.append(chunk)
-        self._inflight, self._queued = inflight, queued
-        return out
+        return self.core.take(limit, self.clock() if self._timed else 0.0)  # type: ignore[no-any-return]
 
     def done(self, chunk: Chunk) -> None:
         """Report a dispatched chunk finished (its bytes count as served)."""
         if chunk.state != DISPATCHED:
             raise ValueError(f"{chunk!r} was not dispatched (or is already done)")
         chunk.state = DONE
-        job = chunk.job
-        nbytes = chunk.nbytes
-        job.inflight -= 1
-        job.bytes_served += nbytes
-        job.ops_served += 1
-        self._inflight -= 1
+        self.core.done(chunk.job.handle, chunk.nbytes)
         # a one-chunk request is its own chunk: skip the ``request`` property then
         (chunk if chunk.__class__ is Request else chunk.request).pending -= 1
-        if self._window.size:
-            self._window.add(job.tag.job_id, nbytes)
-        if job.retired and not job.queue and not job.inflight:
-            self._drop(job)
 
     def cancel(self, request: Request) -> int:
         """Withdraw a request's still-queued chunks (dispatched ones must still be done()).
         Returns the number withdrawn."""
-        job = self._jobs.get(request.tag.job_id)
-        if job is None:
-            return 0
         gone = [c for c in request.chunks if c.state == QUEUED]
         if not gone:
             return 0
+        n = int(self.core.cancel(request.job.handle, gone, self.clock() if self._timed else 0.0))
         for c in gone:
             c.state = CANCELLED
-        ids = {id(c) for c in gone}
-        remaining = [c for c in job.queue if id(c) not in ids]
-        job.queue.clear()
-        job.queue.extend(remaining)
-        self._queued -= len(gone)
         request.pending -= len(gone)
-        if not job.queue and job.d is not None:
-            self._disp.deactivate(job, self.clock() if self._disp.timed else 0.0)
-        if job.retired and not job.queue and not job.inflight:
-            self._drop(job)
-        return len(gone)
+        return n
 
     def wakeup_time(self) -> float | None:
         """When a throttling dispatcher (TBF/GIFT) may release work that ``next`` held back,
         on this scheduler's clock; None when there is nothing to wait for."""
-        if not self._queued or self._inflight >= self.max_inflight:
+        if not self._timed or not self.core.queued:
             return None
-        return self._disp.wakeup(self.clock())
+        return self.core.wakeup(self.clock())  # type: ignore[no-any-return]
 
     # -- control ----------------------------------------------------------------------------
     def set_policy(self, policy: Policy | str, dispatcher: str | Dispatcher | None = None) -> None:
         """Switch policy (and optionally dispatcher) live; queued and in-flight work is kept."""
-        self.policy = Policy.from_name(policy) if isinstance(policy, str) else policy
-        if dispatcher is not None:
-            self._disp_request = dispatcher
-        self._use(self._make(self._disp_request, self._disp_options))
-        self._reload()
-
-    def _reload(self) -> None:
-        now = self.clock() if self._disp.timed else 0.0
-        queued = sorted(
-            (c for j in self._jobs.values() for c in j.queue),
-            key=lambda c: (c.request.seq, c.index),
-        )
+        policy = Policy.from_name(policy) if isinstance(policy, str) else policy
+        request = self._disp_request if dispatcher is None else dispatcher
+        old = self.policy
+        self.policy = policy
+        try:
+            disp = self._make(request)
+        except ValueError:
+            self.policy = old
+            raise
+        self._disp_request, self._disp, self._timed = request, disp, disp.timed
+        self._boosts = {}  # a new dispatcher starts without boosts
+        self._reap()
+        core = self.core
+        core.configure(_config(disp, len(policy.levels)))
         for job in self._jobs.values():
-            job.d = None
-        for c in queued:
-            self._disp.enqueue(c)
-        for job in self._jobs.values():
-            if job.queue:
-                self._disp.activate(job, now)
+            core.set_job(job.handle, *self._desc(job.tag))
+        core.reload(self.clock() if self._timed else 0.0)
 
     def set_boosts(self, boosts: Mapping[tuple[str, ...], float]) -> None:
         """Multiply share-tree node weights, keyed by :meth:`Policy.path` prefixes (global
         fairness feedback from other servers); nodes not named get 1."""
-        self._disp.set_boosts(boosts)
+        if not isinstance(self._disp, LotteryDispatcher | SfqDispatcher):
+            return
+        self._boosts = boosts
+        self._reap()
+        path = self.policy.path
+        self.core.set_boosts(
+            [
+                (job.handle, tuple(boosts.get(p[: i + 1], 1.0) for i in range(len(p))))
+                for job in self._jobs.values()
+                for p in (path(job.tag),)
+            ]
+        )
 
     def forget(self, job_id: str) -> None:
         """Drop a finished job's state now, or once its queued/in-flight chunks are through."""
         job = self._jobs.get(job_id)
-        if job is None:
-            return
-        if job.queue or job.inflight:
-            job.retired = True
-        else:
-            self._drop(job)
-
-    def _drop(self, job: JobState) -> None:
-        self._disp.forget(job)
-        self._bytes += job.bytes_served
-        self._ops += job.ops_served
-        del self._jobs[job.tag.job_id]
+        if job is not None:
+            self.core.forget(job.handle)
+            self._reap()
 
     def stats(self) -> SchedStats:
         """Counters per job; target shares are the policy's over jobs with queued or in-flight
         work or bytes in the window, achieved shares are bytes over the sliding window."""
-        achieved = self._window.shares()
-        competing = [
-            j.tag for j in self._jobs.values() if j.queue or j.inflight or j.tag.job_id in achieved
-        ]
+        self._reap()
+        queued, inflight, nbytes, ops, wtotal, rows = self.core.stats()
+        by_handle = {row[0]: row for row in rows}
+        live = [(j, by_handle[j.handle]) for j in self._jobs.values()]
+        competing = [j.tag for j, r in live if r[3] or r[5] or (wtotal and r[7])]
         target = self.policy.shares(competing)
-        jobs = {
-            jid: JobStats(
+        jobs = {}
+        for j, (_, b, o, qc, qb, inf, wait, wb) in live:
+            t = j.tag
+            jid = t.job_id
+            achieved = wb / wtotal if wtotal else 0.0
+            jobs[jid] = JobStats(
                 jid,
-                j.tag.user,
-                j.tag.group,
-                j.tag.nodes,
-                j.bytes_served,
-                j.ops_served,
-                len(j.queue),
-                j.queued_bytes,
-                j.inflight,
+                t.user,
+                t.group,
+                t.nodes,
+                b,
+                o,
+                qc,
+                qb,
+                inf,
                 target.get(jid, 0.0),
-                achieved.get(jid, 0.0),
+                achieved,
+                wait,
             )
-            for jid, j in self._jobs.items()
-        }
         return SchedStats(
             self.policy.name,
             self._disp.name,
-            self._queued,
-            self._inflight,
+            queued,
+            inflight,
             self.max_inflight,
-            self._bytes + sum(j.bytes_served for j in self._jobs.values()),
-            self._ops + sum(j.ops_served for j in self._jobs.values()),
+            nbytes,
+            ops,
             jobs,
         )

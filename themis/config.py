@@ -31,7 +31,7 @@ class MountConfig:
     max_tasks: int = 64  # concurrent FUSE request handlers
     max_background: int = 64  # kernel limit of async requests (readahead); 0 = kernel default
     datapath: str = "compiled"  # read/write in C threads ("python": on the event loop)
-    data_threads: int = 16  # compiled data path: worker threads (requests under way at once)
+    data_threads: int = 64  # compiled data path: threads = requests the scheduler can see at once
     max_readahead_kb: int = 1024  # kernel readahead per file: FUSE reads up to 1 MiB
     writeback_cache: bool = False  # the kernel merges small writes (compiled data path only)
     splice_reads: bool = True  # compiled data path: reads answered by splice (no copy)

@@ -56,7 +56,7 @@ class CompiledDataPath:
         self,
         scheduler: CoreScheduler,
         device: EmulatedDevice | None = None,
-        threads: int = 16,
+        threads: int = 64,
         kernel: KernelOptions | None = None,
     ) -> None:
         self.scheduler = scheduler

@@ -177,7 +177,6 @@ static volatile sig_atomic_t stopping;
 static _Atomic int ended;
 static pthread_t threads[MAX_THREADS + 1]; /* readers, then the reply forwarder */
 static int nthreads;
-static _Atomic uint64_t served; /* data requests answered here (for tests) */
 
 #define WAKE_SIGNAL (SIGRTMIN + 3)
 #define REQ_BUF ((1 << 20) + 8192) /* max_write (1 MiB) + headers; >= FUSE_MIN_READ_BUFFER */
@@ -400,7 +399,6 @@ static int serve(const struct fuse_in_header *h, const char *arg, size_t len, ch
     }
     }
     file_unref(f);
-    atomic_fetch_add_explicit(&served, 1, memory_order_relaxed);
     return 1;
 }
 
@@ -775,13 +773,6 @@ static PyObject *py_forget_job(PyObject *self, PyObject *args)
     return PyBool_FromLong(gone);
 }
 
-static PyObject *py_served(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    return PyLong_FromUnsignedLongLong(atomic_load(&served));
-}
-
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn and the device"},
@@ -797,7 +788,6 @@ static PyMethodDef methods[] = {
     {"job_stats", py_job_stats, METH_NOARGS,
      "job_stats() -> {job: (read bytes, write bytes, reads, writes, queue wait s)}"},
     {"forget_job", py_forget_job, METH_VARARGS, "forget_job(job) -> bool"},
-    {"served", py_served, METH_NOARGS, "served() -> data requests answered in C"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -73,10 +73,10 @@ class CompiledDataPath:
         self._started = False
 
     def job_handle(self, tag: JobTag) -> int:
-        handle = self._handles.get(tag.job_id)
-        if handle is None:
-            handle = self._handles[tag.job_id] = self.scheduler.job_handle(tag)
-            self._jobs[handle] = tag.job_id
+        """The core's handle of the job (asked at every open: the scheduler keeps the tag)."""
+        handle = self.scheduler.job_handle(tag)
+        self._handles[tag.job_id] = handle
+        self._jobs[handle] = tag.job_id
         return handle
 
     def install(self, table: OpTable) -> None:

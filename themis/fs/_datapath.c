@@ -503,13 +503,13 @@ static void h_init(void *userdata, struct fuse_conn_info *conn)
 static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"scheduler", "chunk_bytes", "bandwidth", "shared_fd", NULL};
-    PyObject *sched;
+    static char *names[] = {"api", "scheduler", "chunk_bytes", "bandwidth", "shared_fd", NULL};
+    PyObject *capsule, *sched;
     unsigned long long chunk;
     double bandwidth;
     int shared_fd;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OKdi", names, &sched, &chunk, &bandwidth,
-                                     &shared_fd))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOKdi", names, &capsule, &sched, &chunk,
+                                     &bandwidth, &shared_fd))
         return NULL;
     if (nthreads) {
         PyErr_SetString(PyExc_RuntimeError, "configure before start");
@@ -519,7 +519,8 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "chunk_bytes must be at least 4096");
         return NULL;
     }
-    const themis_core_api *a = PyCapsule_Import(THEMIS_CORE_CAPSULE, 0);
+    /* the capsule comes from themis.sched.core_api(), the package's public name for it */
+    const themis_core_api *a = PyCapsule_GetPointer(capsule, THEMIS_CORE_CAPSULE);
     if (!a)
         return NULL;
     if (a->version != THEMIS_CORE_API_VERSION) {
@@ -775,7 +776,7 @@ static PyObject *py_forget_job(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn and the device"},
+     "configure(api, scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn, the device"},
     {"set_kernel_options", (PyCFunction)(void (*)(void))py_set_kernel_options,
      METH_VARARGS | METH_KEYWORDS,
      "set_kernel_options(max_write, max_readahead, max_background, writeback_cache, splice_reads)"},

@@ -1,6 +1,8 @@
 """The compiled data path (themis/fs/_datapath.c); see themis/fs/datapath.py."""
 
-def configure(scheduler: object, chunk_bytes: int, bandwidth: float, shared_fd: int) -> None: ...
+def configure(
+    api: object, scheduler: object, chunk_bytes: int, bandwidth: float, shared_fd: int
+) -> None: ...
 def set_kernel_options(
     max_write: int,
     max_readahead: int,

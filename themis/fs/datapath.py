@@ -24,6 +24,7 @@ from themis.fs.device import EmulatedDevice
 from themis.fs.lowlevel import OpTable
 from themis.fs.shared_device import SharedEmulatedDevice
 from themis.metrics import IOTotals
+from themis.sched import core_api
 from themis.sched.tags import JobTag
 
 log = logging.getLogger("themis.fs")
@@ -63,7 +64,7 @@ class CompiledDataPath:
         self.threads = threads
         device = device or EmulatedDevice(0)
         shared = device.fd if isinstance(device, SharedEmulatedDevice) else -1
-        _datapath.configure(scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
+        _datapath.configure(core_api(), scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
         k = kernel or KernelOptions()
         _datapath.set_kernel_options(
             k.max_write, k.max_readahead, k.max_background, k.writeback_cache, k.splice_reads

@@ -21,7 +21,11 @@ scheduler's own cost). The proxy against the native tmpfs directory is measured 
 emulation. Each figure comes from this run; run-to-run spread on this machine is large
 (docs/themis.md).
 
+With ``--no-emulation`` the sharing scenarios run on bare tmpfs too (the compiled data path
+and scheduler core must then be fair while the CPU is the bottleneck).
+
     .venv/bin/python bench/themis_fairness.py [--duration 6] [--bandwidth 200e6] [--quick]
+        [--no-emulation]
 """
 
 from __future__ import annotations
@@ -305,6 +309,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="repetitions of each policy without emulation (medians are used)",
     )
     p.add_argument("--bandwidth", type=float, default=200e6, help="emulated device, bytes/s")
+    p.add_argument(
+        "--no-emulation",
+        action="store_true",
+        help="the sharing scenarios on bare tmpfs, CPU-bound (issue 25: fair without a device)",
+    )
     p.add_argument("--workers", type=int, default=8, help="processes per job")
     p.add_argument("--block", type=int, default=256 * 1024, help="bytes per write/read call")
     p.add_argument("--max-inflight", type=int, default=4, help="scheduler slots")
@@ -355,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         # 1. an emulated bandwidth-bound device: sharing, and each policy next to fifo
-        mount = Mount(backing, mnt, args, args.bandwidth)
+        mount = Mount(backing, mnt, args, 0.0 if args.no_emulation else args.bandwidth)
         try:
             run_jobs(mnt / "warm-up", SCENARIOS["lone"], "write", args, 1.0)
             for policy, (main_scenario, extra) in PLAN.items():
@@ -437,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["proxy_vs_native"] = proxy / sum(native.values())
     figures["proxy_MiBps"] = proxy / MiB
     figures["native_MiBps"] = sum(native.values()) / MiB
-    figures["emulated_MiBps"] = args.bandwidth / MiB
+    figures["emulated_MiBps"] = 0.0 if args.no_emulation else args.bandwidth / MiB
 
     print("\nfigure                                        value  target")
     for name, value in figures.items():

@@ -10,16 +10,21 @@ reach the FUSE daemon.  All fio jobs of a run are one Slurm-less process tree, i
 job: the figures show what each policy and dispatcher costs, not how it shares (see
 bench/themis_fairness.py and bench/themis_cluster.py for that).
 
-pyfuse3's installed package ships no examples; pass the path of its ``examples/passthroughfs.py``
-(from pyfuse3's source distribution or repository, kept outside this project) with
-``--pyfuse3-example``, else that row is left out and the reason printed.
+The C yardstick is libfuse's ``passthrough_hp`` (multi-threaded, ``--nocache`` so reads reach
+it), built at run time from its source (``--passthrough-hp-src``, by default the shared anchor
+directory; never part of this project) into a cache directory. pyfuse3's installed package ships
+no examples; pass the path of its ``examples/passthroughfs.py`` with ``--pyfuse3-example``, else
+that row is left out and the reason printed. Each Themis row is printed as a ratio to
+passthrough_hp, to native tmpfs and to Themis fifo; the RESULT line carries the targets of
+issue 25 (size-fair >= 0.8x passthrough_hp, every row >= 0.9x fifo, moonshot >= 0.5x native).
 
-    .venv/bin/python bench/themis_fio.py [--pyfuse3-example /path/to/passthroughfs.py]
+    .venv/bin/python bench/themis_fio.py [--quick] [--rounds 3] [--pyfuse3-example PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -35,6 +40,9 @@ sys.path.insert(0, str(REPO))  # the checkout, without an install
 from themis.launch import FuseDaemon  # noqa: E402
 
 MiB = 1 << 20
+ANCHOR_SRC = REPO.parent / "shared" / "anchors" / "libfuse-passthrough_hp"
+HP = "passthrough_hp (C, --nocache)"
+KEY = ("seq write 1M 8j", "seq read 1M 8j", "rand read 4k 8j")  # the issue's targets
 
 
 @dataclass(frozen=True)
@@ -58,18 +66,26 @@ WORKLOADS = [
     for n in (1, 8)
 ]
 
-# (label, policy, dispatcher, dispatcher options as TOML)
+# (label, policy, dispatcher, dispatcher options as TOML, [mount] options as TOML)
 THEMIS = [
-    ("themis fifo", "fifo", "fifo", ""),
-    ("themis job-fair lottery", "job-fair", "lottery", ""),
-    ("themis size-fair lottery", "size-fair", "lottery", ""),
-    ("themis user-fair lottery", "user-fair", "lottery", ""),
-    ("themis user-then-size-fair lottery", "user-then-size-fair", "lottery", ""),
-    ("themis group-user-size-fair lottery", "group-user-size-fair", "lottery", ""),
-    ("themis size-fair sfq", "size-fair", "sfq", ""),
-    ("themis size-fair tbf (1 GB/s per job)", "size-fair", "tbf", "rate = 1e9"),
-    ("themis size-fair gift (4 GB/s)", "size-fair", "gift", "capacity = 4e9"),
+    ("themis fifo", "fifo", "fifo", "", ""),
+    ("themis job-fair lottery", "job-fair", "lottery", "", ""),
+    ("themis size-fair lottery", "size-fair", "lottery", "", ""),
+    ("themis user-fair lottery", "user-fair", "lottery", "", ""),
+    ("themis user-then-size-fair lottery", "user-then-size-fair", "lottery", "", ""),
+    ("themis group-user-size-fair lottery", "group-user-size-fair", "lottery", "", ""),
+    ("themis size-fair sfq", "size-fair", "sfq", "", ""),
+    ("themis size-fair tbf (1 GB/s per job)", "size-fair", "tbf", "rate = 1e9", ""),
+    ("themis size-fair gift (4 GB/s)", "size-fair", "gift", "capacity = 4e9", ""),
+    # what the compiled data path and the kernel options each bring (not held to >= 0.9x fifo)
+    ("themis size-fair, Python data path", "size-fair", "lottery", "", 'datapath = "python"'),
+    ("themis size-fair, writeback cache", "size-fair", "lottery", "", "writeback_cache = true"),
+    ("themis size-fair, 128 KiB readahead", "size-fair", "lottery", "", "max_readahead_kb = 128"),
+    ("themis size-fair, reads copied", "size-fair", "lottery", "", "splice_reads = false"),
 ]
+
+
+POLICY_ROWS = {label for label, _, _, _, mount in THEMIS[1:] if not mount}  # each vs fifo
 
 
 def fio(directory: Path, w: Workload, runtime: float) -> float:
@@ -99,6 +115,35 @@ def fio(directory: Path, w: Workload, runtime: float) -> float:
     return float(side["bw_bytes"])
 
 
+def build_passthrough_hp(src: Path, cache: Path) -> tuple[Path | None, str]:
+    """libfuse's passthrough_hp compiled from ``src`` into ``cache`` (reused while the source is
+    unchanged); (None, why) when it cannot be built here."""
+    source = src / "passthrough_hp.cc"
+    if not source.is_file():
+        return None, f"no {source} (pass --passthrough-hp-src)"
+    if shutil.which("g++") is None or shutil.which("pkg-config") is None:
+        return None, "needs g++ and pkg-config (apt-get install g++ pkg-config libfuse3-dev)"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    binary = cache / f"passthrough_hp-{digest}"
+    if binary.is_file():
+        return binary, ""
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True
+    )
+    if flags.returncode != 0:
+        return None, "pkg-config knows no fuse3 (apt-get install libfuse3-dev)"
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = binary.with_suffix(".tmp")
+    cmd = ["g++", "-std=c++17", "-O2", str(source), f"-I{src}", "-o", str(tmp)]
+    done = subprocess.run(
+        [*cmd, *flags.stdout.split(), "-lpthread"], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        return None, f"g++ failed: {done.stderr.strip()[-300:]}"
+    tmp.rename(binary)
+    return binary, ""
+
+
 def missing_requirements() -> list[str]:
     """What this machine lacks for the benchmark (empty when it can run)."""
     why = []
@@ -114,11 +159,17 @@ def missing_requirements() -> list[str]:
 
 
 def _baseline_targets(
-    example: Path | None, backing: Path, mnt: Path
+    example: Path | None, hp_src: Path, backing: Path, mnt: Path
 ) -> tuple[list[tuple[str, list[str] | None]], list[str]]:
-    """Native tmpfs and, when given, pyfuse3's own passthrough example."""
+    """Native tmpfs, libfuse's passthrough_hp and, when given, pyfuse3's own example."""
     targets: list[tuple[str, list[str] | None]] = [("native tmpfs", None)]
     notes = []
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "themis-bench"
+    hp, why = build_passthrough_hp(hp_src, cache)
+    if hp is not None:
+        targets.append((HP, [str(hp), "--nocache", "--foreground", str(backing), str(mnt)]))
+    else:
+        notes.append(f"{HP}: not measured ({why})")
     if example and example.is_file():
         targets.append(
             ("pyfuse3 passthrough example", [sys.executable, str(example), str(backing), str(mnt)])
@@ -134,9 +185,18 @@ def _baseline_targets(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pyfuse3-example", type=Path, help="pyfuse3's examples/passthroughfs.py")
+    p.add_argument(
+        "--passthrough-hp-src", type=Path, default=ANCHOR_SRC, help="libfuse's passthrough_hp"
+    )
     p.add_argument("--runtime", type=float, default=10.0, help="cap per fio run, seconds")
+    p.add_argument("--rounds", type=int, default=3, help="best of this many runs per figure")
+    p.add_argument("--quick", action="store_true", help="the 3 target workloads, 1 round, 4-s runs")
     p.add_argument("--only", help="comma-separated substrings of target labels to run")
     args = p.parse_args(argv)
+    workloads = WORKLOADS
+    if args.quick:
+        workloads = [w for w in WORKLOADS if w.label in KEY]
+        args.rounds, args.runtime = 1, min(args.runtime, 4.0)
     why = missing_requirements()
     if why:
         print("themis_fio: " + "; ".join(why))
@@ -146,12 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     backing, mnt = base / "backing", base / "mnt"
     backing.mkdir()
     mnt.mkdir()
-    targets, notes = _baseline_targets(args.pyfuse3_example, backing, mnt)
-    for label, policy, disp, opts in THEMIS:
-        cfg = base / f"{policy}-{disp}.toml"
+    targets, notes = _baseline_targets(args.pyfuse3_example, args.passthrough_hp_src, backing, mnt)
+    for n, (label, policy, disp, opts, mount) in enumerate(THEMIS):
+        cfg = base / f"themis-{n}.toml"
         text = f'[scheduler]\npolicy = "{policy}"\ndispatcher = "{disp}"\n'
         if opts:
             text += f"[scheduler.dispatcher_options]\n{opts}\n"
+        if mount:
+            text += f"[mount]\n{mount}\n"
         cfg.write_text(text)
         targets.append(
             (
@@ -190,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 where = mnt
             try:
                 row = table[label] = {}
-                for w in WORKLOADS:
-                    row[w.label] = fio(where, w, args.runtime)
+                for w in workloads:
+                    row[w.label] = max(fio(where, w, args.runtime) for _ in range(args.rounds))
                     print(f"{label:40s} {w.label:18s} {row[w.label] / MiB:9.1f} MiB/s", flush=True)
             finally:
                 if daemon is not None:
@@ -199,7 +261,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    cols = [w.label for w in WORKLOADS]
+    print_report(table, [w.label for w in workloads], notes)
+    return 0
+
+
+def _ratio(a: dict[str, float], b: dict[str, float], col: str) -> float | None:
+    return a[col] / b[col] if col in a and b.get(col) else None
+
+
+def print_report(table: dict[str, dict[str, float]], cols: list[str], notes: list[str]) -> None:
+    """The table in MiB/s, each Themis row's ratios, and the RESULT line."""
     print("\n| target (MiB/s) | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
     for label, row in table.items():
@@ -208,24 +279,44 @@ def main(argv: list[str] | None = None) -> int:
             + " | ".join(f"{row[c] / MiB:.0f}" if c in row else "-" for c in cols)
             + " |"
         )
+    native, hp = table.get("native tmpfs", {}), table.get(HP, {})
+    fifo = table.get("themis fifo", {})
+    print("\nratios (x passthrough_hp / x native / x fifo):")
+    print("| Themis row | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    worst_fifo = None
+    for label, row in table.items():
+        if not label.startswith("themis"):
+            continue
+        cells = []
+        for c in cols:
+            parts = [_ratio(row, ref, c) for ref in (hp, native, fifo)]
+            cells.append(" / ".join("-" if r is None else f"{r:.2f}" for r in parts))
+            if parts[2] is not None and c in KEY and label in POLICY_ROWS:
+                worst_fifo = parts[2] if worst_fifo is None else min(worst_fifo, parts[2])
+        print(f"| {label} | " + " | ".join(cells) + " |")
     for note in notes:
         print(f"note: {note}")
-    fields = {}
-    native = table.get("native tmpfs", {})
-    ex = table.get("pyfuse3 passthrough example", {})
+    fields: dict[str, float] = {}
     sf = table.get("themis size-fair lottery", {})
-    for c in ("seq write 1M 8j", "seq read 1M 8j", "rand read 4k 8j"):
+    for c in KEY:
         key = c.replace(" ", "_")
-        if sf and native:
-            fields[f"sizefair_vs_native_{key}"] = round(sf[c] / native[c], 3)
-        if sf and ex:
-            fields[f"sizefair_vs_example_{key}"] = round(sf[c] / ex[c], 3)
+        for name, ref in (("hp", hp), ("native", native)):
+            r = _ratio(sf, ref, c)
+            if r is not None:
+                fields[f"sizefair_vs_{name}_{key}"] = round(r, 3)
+    if worst_fifo is not None:
+        fields["min_vs_fifo"] = round(worst_fifo, 3)
+    hp_ok = all(fields.get(f"sizefair_vs_hp_{c.replace(' ', '_')}", 0) >= 0.8 for c in KEY)
+    moon = [fields.get(f"sizefair_vs_native_{c.replace(' ', '_')}", 0) for c in KEY[:2]]
     print(
         "RESULT "
         + " ".join(f"{k}={v}" for k, v in fields.items())
+        + f" target_hp={'met' if hp_ok else 'missed'}"
+        + f" target_fifo={'met' if (worst_fifo or 0) >= 0.9 else 'missed'}"
+        + f" moonshot={'met' if min(moon) >= 0.5 else 'missed'}"
         + f" targets={len(table)} runs={sum(len(r) for r in table.values())}"
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -30,6 +30,12 @@ class MountConfig:
     keep_cache: bool = False  # keep the page cache across opens (stale if others write)
     max_tasks: int = 64  # concurrent FUSE request handlers
     max_background: int = 64  # kernel limit of async requests (readahead); 0 = kernel default
+    datapath: str = "compiled"  # read/write in C threads ("python": on the event loop)
+    data_threads: int = 64  # compiled data path: threads = requests the scheduler can see at once
+    max_readahead_kb: int = 1024  # kernel readahead per file: FUSE reads up to 1 MiB
+    writeback_cache: bool = False  # the kernel merges small writes (compiled data path only)
+    splice_reads: bool = True  # compiled data path: reads answered by splice (no copy)
+    cache_unchanged: bool = False  # keep cached pages of files unchanged since their last close
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,12 @@ def _check_mount(src: str, m: MountConfig) -> None:
         raise _bad(src, "mount.max_tasks", f"must be 1..10000, got {m.max_tasks}")
     if not 0 <= m.max_background <= 65535:
         raise _bad(src, "mount.max_background", f"must be 0..65535, got {m.max_background}")
+    if m.datapath not in ("compiled", "python"):
+        raise _bad(src, "mount.datapath", f"must be compiled or python, got {m.datapath!r}")
+    if not 1 <= m.data_threads <= 1024:
+        raise _bad(src, "mount.data_threads", f"must be 1..1024, got {m.data_threads}")
+    if not 0 <= m.max_readahead_kb <= 65536:
+        raise _bad(src, "mount.max_readahead_kb", f"must be 0..65536, got {m.max_readahead_kb}")
 
 
 def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) -> None:

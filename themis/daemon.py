@@ -25,9 +25,10 @@ from hpcbase.config import ConfigError
 from themis.cluster.link import ClusterLink
 from themis.config import ThemisConfig, load
 from themis.fs import fusectl
+from themis.fs.datapath import CompiledDataPath, KernelOptions
 from themis.fs.device import EmulatedDevice
 from themis.fs.io import ScheduledIO
-from themis.fs.lowlevel import install_fallocate
+from themis.fs.lowlevel import install_fallocate, op_table
 from themis.fs.operations import PassthroughFS
 from themis.fs.shared_device import SharedEmulatedDevice
 from themis.metrics import ThemisMetrics
@@ -140,6 +141,20 @@ class Daemon:
         bandwidth, shared = cfg.device.bandwidth_bytes_per_second, cfg.device.shared_file
         device = SharedEmulatedDevice(bandwidth, shared) if shared else EmulatedDevice(bandwidth)
         self.io = ScheduledIO(self.gate, device, self.metrics, io_threads=s.io_threads)
+        m = cfg.mount
+        self.datapath: CompiledDataPath | None = None
+        if m.datapath == "compiled" and not isinstance(self.scheduler, Scheduler):
+            # cluster mode's rate caps run in the Python reference scheduler, which C cannot call
+            log.warning("%s: compiled data path off: reads and writes run in Python", cfg.source)
+        elif m.datapath == "compiled":
+            kernel = KernelOptions(
+                max_readahead=max(m.max_readahead_kb, 128) << 10,
+                max_background=m.max_background,
+                writeback_cache=m.writeback_cache,
+                splice_reads=m.splice_reads,
+            )
+            self.datapath = CompiledDataPath(self.scheduler, device, m.data_threads, kernel)
+            self.metrics.io_source = self.datapath.totals
         self.ops = PassthroughFS(
             self.backing,
             self.io,
@@ -149,6 +164,9 @@ class Daemon:
             entry_timeout=cfg.mount.entry_timeout_seconds,
             xattrs=cfg.mount.xattrs,
             keep_cache=cfg.mount.keep_cache,
+            files=self.datapath,
+            writeback_cache=self.datapath is not None and m.writeback_cache,
+            cache_unchanged=m.cache_unchanged,
         )
         self._stop_metrics: Callable[[], None] | None = None
         self._backing_ok = True
@@ -221,12 +239,17 @@ class Daemon:
             self.metrics.update(self.scheduler.stats())
             for job_id in self.metrics.expire():
                 self.scheduler.forget(job_id)
+                if self.datapath is not None:
+                    self.datapath.forget(job_id)
             await trio.sleep(self.cfg.metrics.update_seconds)
 
     async def _tune_kernel(self) -> None:
         """Raise the kernel's limit of background requests once FUSE INIT is through."""
         await trio.sleep(0.2)
-        await trio.to_thread.run_sync(fusectl.tune, self.mountpoint, self.cfg.mount.max_background)
+        m = self.cfg.mount
+        await trio.to_thread.run_sync(
+            fusectl.tune, self.mountpoint, m.max_background, m.max_readahead_kb
+        )
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -238,6 +261,20 @@ class Daemon:
             await pyfuse3.main(min_tasks=4, max_tasks=self.cfg.mount.max_tasks)
             nursery.cancel_scope.cancel()
 
+    def _install_datapath(self) -> None:
+        """Hand the data operations to the compiled data path (or fallocate alone to Python)."""
+        table = op_table() if self.datapath is not None else None
+        if self.datapath is not None and table is not None:
+            self.datapath.install(table)
+            log.info("compiled data path: %d threads", self.datapath.threads)
+            return
+        if self.datapath is not None:
+            log.warning("compiled data path not installed: reads and writes run in Python")
+            self.ops.files = self.datapath = None
+            self.ops.writeback_cache = False
+            self.metrics.io_source = None
+        install_fallocate(self.ops.fallocate)
+
     def run(self, ready: int | None = None) -> None:
         """Mount, serve until SIGTERM/SIGINT, unmount. ``ready`` is a pipe told "ok" once up."""
         fusectl.clear_dead_mounts(self.mountpoint)
@@ -245,7 +282,7 @@ class Daemon:
         if self.cfg.mount.allow_other:
             options.add("allow_other")
         pyfuse3.init(self.ops, self.mountpoint, options)
-        install_fallocate(self.ops.fallocate)
+        self._install_datapath()
         try:
             if self.cfg.metrics.port:
                 self._stop_metrics = self.metrics.serve(
@@ -265,6 +302,8 @@ class Daemon:
             sd_notify(f"READY=1\nMAINPID={os.getpid()}")
             trio.run(self.serve)
         finally:
+            if self.datapath is not None:
+                self.datapath.stop()  # queued requests answered before the session goes
             pyfuse3.close(unmount=True)
             self.ops.close_all()
             if self._stop_metrics is not None:

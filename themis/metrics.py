@@ -1,8 +1,12 @@
 """Prometheus metrics of the Themis daemon (prefix ``themis_``), with finished jobs expired.
 
-Per-job series carry ``job``, ``user`` and ``group`` labels (the group is the top policy class of
-group-user-size-fair). A job with no open file and no I/O for ``job_ttl`` seconds is finished: its
-series are removed so the label sets stay bounded, and the caller drops its scheduler state.
+Per-job series carry ``slurm_job``, ``user`` and ``group`` labels (the group is the top policy
+class of group-user-size-fair; not ``job``, which Prometheus sets to the scrape target's name). A
+job with no open file and no I/O for ``job_ttl`` seconds is finished: its series are removed so the
+label sets stay bounded, and the caller drops its scheduler state.
+
+The I/O counters (bytes, operations, queue wait) are read at scrape time: from the compiled data
+path's per-job counters (``io_source``) plus what the Python data path recorded.
 """
 
 from __future__ import annotations
@@ -10,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from hpcbase.httpserve import serve_metrics
 from themis.sched.scheduler import SchedStats
@@ -21,7 +27,30 @@ from themis.sched.tags import JobTag
 
 log = logging.getLogger(__name__)
 
-JOB_LABELS = ("job", "user", "group")
+JOB_LABELS = ("slurm_job", "user", "group")
+
+
+@dataclass
+class IOTotals:
+    """A job's I/O so far: bytes and requests by direction, seconds waited for turns."""
+
+    read_bytes: int = 0
+    write_bytes: int = 0
+    reads: int = 0
+    writes: int = 0
+    wait_seconds: float = 0.0
+
+    def __add__(self, other: IOTotals) -> IOTotals:
+        return IOTotals(
+            self.read_bytes + other.read_bytes,
+            self.write_bytes + other.write_bytes,
+            self.reads + other.reads,
+            self.writes + other.writes,
+            self.wait_seconds + other.wait_seconds,
+        )
+
+
+IOSource = Callable[[], dict[str, IOTotals]]  # job id -> totals, read at scrape time
 
 
 @dataclass
@@ -29,6 +58,41 @@ class _Job:
     tag: JobTag
     open_files: int = 0
     last_seen: float = 0.0
+    io: IOTotals = field(default_factory=IOTotals)  # what the Python data path recorded
+
+
+class _IOCollector(Collector):
+    """themis_io_bytes/operations/queue_wait_seconds, computed when scraped."""
+
+    def __init__(self, metrics: ThemisMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        labels = [*JOB_LABELS, "op"]
+        nbytes = CounterMetricFamily(
+            "themis_io_bytes", "Bytes read or written, by job", None, labels
+        )
+        ops = CounterMetricFamily(
+            "themis_io_operations", "Read or write requests, by job", None, labels
+        )
+        wait = CounterMetricFamily(
+            "themis_io_queue_wait_seconds",
+            "Seconds the job's chunks waited for their fair turn",
+            None,
+            list(JOB_LABELS),
+        )
+        for tag, t in self.metrics.io_totals():
+            job = [tag.job_id, tag.user, tag.group]
+            for op, n, count in (
+                ("read", t.read_bytes, t.reads),
+                ("write", t.write_bytes, t.writes),
+            ):
+                if count:  # a series appears with the job's first request of its kind
+                    nbytes.add_metric([*job, op], n)
+                    ops.add_metric([*job, op], count)
+            if t.reads or t.writes:
+                wait.add_metric(job, t.wait_seconds)
+        yield from (nbytes, ops, wait)
 
 
 class ThemisMetrics:
@@ -44,16 +108,9 @@ class ThemisMetrics:
         self.job_ttl = job_ttl
         self.clock = clock
         self._jobs: dict[str, _Job] = {}
+        self.io_source: IOSource | None = None
         r = self.registry
-        self.bytes = Counter(
-            "themis_io_bytes", "Bytes read or written, by job", [*JOB_LABELS, "op"], registry=r
-        )
-        self.ops = Counter(
-            "themis_io_operations",
-            "Read or write requests, by job",
-            [*JOB_LABELS, "op"],
-            registry=r,
-        )
+        r.register(_IOCollector(self))
         self.open_files = Gauge(
             "themis_job_open_files", "Files the job holds open", JOB_LABELS, registry=r
         )
@@ -124,12 +181,24 @@ class ThemisMetrics:
         job.open_files = max(0, job.open_files - 1)
         self.open_files.labels(*self._labels(job.tag)).set(job.open_files)
 
-    def record(self, tag: JobTag, op: str, nbytes: int) -> None:
-        """One finished read or write request of ``nbytes``."""
-        job = self._job(tag)
-        labels = (*self._labels(job.tag), op)
-        self.bytes.labels(*labels).inc(nbytes)
-        self.ops.labels(*labels).inc()
+    def record(self, tag: JobTag, op: str, nbytes: int, wait: float = 0.0) -> None:
+        """One finished read or write request of ``nbytes`` (the Python data path)."""
+        io = self._job(tag).io
+        if op == "read":
+            io.read_bytes += nbytes
+            io.reads += 1
+        else:
+            io.write_bytes += nbytes
+            io.writes += 1
+        io.wait_seconds += wait
+
+    def io_totals(self) -> list[tuple[JobTag, IOTotals]]:
+        """Every live job's I/O so far (any thread: the scrape reads it)."""
+        compiled = self.io_source() if self.io_source is not None else {}
+        empty = IOTotals()
+        return [
+            (job.tag, job.io + compiled.get(jid, empty)) for jid, job in list(self._jobs.items())
+        ]
 
     def reloaded(self, ok: bool) -> None:
         self.reloads.labels("ok" if ok else "error").inc()
@@ -172,9 +241,6 @@ class ThemisMetrics:
                 self.nodes,
             ):
                 _remove(gauge, labels)
-            for counter in (self.bytes, self.ops):
-                for op in ("read", "write"):
-                    _remove(counter, (*labels, op))
             self.expired.inc()
         if gone:
             self.jobs.set(len(self._jobs))
@@ -187,6 +253,6 @@ class ThemisMetrics:
         return serve_metrics(self.registry, port, address)[1]
 
 
-def _remove(metric: Counter | Gauge, labels: tuple[str, ...]) -> None:
+def _remove(metric: Gauge, labels: tuple[str, ...]) -> None:
     with contextlib.suppress(KeyError):
         metric.remove(*labels)

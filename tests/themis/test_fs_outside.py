@@ -183,9 +183,9 @@ def test_fio_verifies_under_every_policy_and_dispatcher(fuse_root):
                 shutil.rmtree(where)
         for job in ("61", "64"):
             assert (
-                mount.sample("themis_io_bytes_total", job=job, op="write") or 0
+                mount.sample("themis_io_bytes_total", slurm_job=job, op="write") or 0
             ) >= 30 * 11 * MiB
-        assert mount.sample("themis_job_nodes", job="64") == 4.0
+        assert mount.sample("themis_job_nodes", slurm_job="64") == 4.0
         assert "Traceback" not in mount.logs()
     finally:
         assert mount.stop() == 0

@@ -53,10 +53,13 @@ def test_jobs_users_and_sizes_are_tagged(trusting):
         assert out.returncode == 0, out.stderr
     for uid, env, nbytes in runs:
         job = env.get("SLURM_JOB_ID", f"user-{uid}")
-        assert themis.sample("themis_io_bytes_total", job=job, user=str(uid), op="write") == nbytes
-        assert themis.sample("themis_io_operations_total", job=job, op="write") == 1.0
+        assert (
+            themis.sample("themis_io_bytes_total", slurm_job=job, user=str(uid), op="write")
+            == nbytes
+        )
+        assert themis.sample("themis_io_operations_total", slurm_job=job, op="write") == 1.0
         nodes = env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES") or "1"
-        assert themis.sample("themis_job_nodes", job=job) == float(nodes)
+        assert themis.sample("themis_job_nodes", slurm_job=job) == float(nodes)
     assert os.stat(themis.backing / "shared" / "f2").st_uid == 1002
 
 
@@ -74,8 +77,8 @@ def test_tag_is_kept_with_the_open_file(trusting):
     env = {"PATH": "/usr/bin:/bin", "OUT": str(themis.mnt / "inherit"), "SLURM_JOB_ID": "901"}
     out = run_as(0, code, env=env)
     assert out.returncode == 0, out.stderr
-    assert themis.sample("themis_io_bytes_total", job="901", op="write") == 777.0
-    assert themis.sample("themis_io_bytes_total", job="902", op="write") is None
+    assert themis.sample("themis_io_bytes_total", slurm_job="901", op="write") == 777.0
+    assert themis.sample("themis_io_bytes_total", slurm_job="902", op="write") is None
 
 
 def sbatch(cluster, *args: str) -> str:
@@ -98,12 +101,12 @@ def test_slurm_job_shows_up_in_metrics(themis, slurm_cluster):
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if themis.sample("themis_io_bytes_total", job=job_id, op="write") == 4096.0:
+        if themis.sample("themis_io_bytes_total", slurm_job=job_id, op="write") == 4096.0:
             break
         time.sleep(0.25)
     assert Path(themis.backing / "from-slurm").stat().st_size == 4096
-    assert themis.sample("themis_io_bytes_total", job=job_id, op="write") == 4096.0
-    assert themis.sample("themis_job_open_files", job=job_id) == 0.0
+    assert themis.sample("themis_io_bytes_total", slurm_job=job_id, op="write") == 4096.0
+    assert themis.sample("themis_job_open_files", slurm_job=job_id) == 0.0
 
 
 @pytest.mark.slurm
@@ -136,12 +139,12 @@ def test_finished_jobs_expire_from_the_metrics(fuse_root):
         }
         out = run_as(0, WRITE_CODE, env=env)
         assert out.returncode == 0, out.stderr
-        assert mount.sample("themis_io_bytes_total", job="777", op="write") == 100.0
+        assert mount.sample("themis_io_bytes_total", slurm_job="777", op="write") == 100.0
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and mount.sample("themis_jobs_expired_total") != 1.0:
             time.sleep(0.1)
         assert mount.sample("themis_jobs_expired_total") == 1.0
-        assert mount.sample("themis_io_bytes_total", job="777", op="write") is None
-        assert 'job="777"' not in mount.scrape()
+        assert mount.sample("themis_io_bytes_total", slurm_job="777", op="write") is None
+        assert 'slurm_job="777"' not in mount.scrape()
     finally:
         mount.stop()

@@ -47,7 +47,7 @@ def test_large_requests_are_split_into_chunks(tmp_path, threads):
     assert stats.ops_served == 3 + 3 + 1  # 3 write chunks, 3 read chunks, 1 read chunk at EOF
     assert stats.inflight == 0 and stats.queued_chunks == 0
     reg = io.metrics.registry
-    labels = {"job": "42", "user": "alice", "group": "phys"}
+    labels = {"slurm_job": "42", "user": "alice", "group": "phys"}
     assert reg.get_sample_value("themis_io_bytes_total", {**labels, "op": "write"}) == 10_000
     assert reg.get_sample_value("themis_io_bytes_total", {**labels, "op": "read"}) == 10_000 + 1_100
 

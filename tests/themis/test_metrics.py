@@ -34,13 +34,14 @@ def test_records_shares_and_expires_finished_jobs():
     r = m.registry
     assert (
         r.get_sample_value(
-            "themis_io_bytes_total", {"job": "1", "user": "alice", "group": "phys", "op": "write"}
+            "themis_io_bytes_total",
+            {"slurm_job": "1", "user": "alice", "group": "phys", "op": "write"},
         )
         == 100
     )
     assert (
         r.get_sample_value(
-            "themis_job_target_share_ratio", {"job": "2", "user": "bob", "group": "chem"}
+            "themis_job_target_share_ratio", {"slurm_job": "2", "user": "bob", "group": "chem"}
         )
         == 0.8
     )
@@ -56,7 +57,8 @@ def test_records_shares_and_expires_finished_jobs():
     assert m.expire() == ["1"]  # b still has a file open
     assert (
         r.get_sample_value(
-            "themis_io_bytes_total", {"job": "1", "user": "alice", "group": "phys", "op": "write"}
+            "themis_io_bytes_total",
+            {"slurm_job": "1", "user": "alice", "group": "phys", "op": "write"},
         )
         is None
     )
@@ -74,5 +76,5 @@ def test_scrape_over_http():
             text = resp.read().decode()
     finally:
         stop()
-    assert 'themis_io_bytes_total{group="g",job="7",op="write",user="u"} 5.0' in text
+    assert 'themis_io_bytes_total{group="g",op="write",slurm_job="7",user="u"} 5.0' in text
     assert all(line.startswith(("#", "themis_")) for line in text.splitlines() if line)

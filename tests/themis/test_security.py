@@ -207,9 +207,9 @@ def write_as(uid: int, out: Path, nbytes: int, env: dict[str, str]) -> None:
 def test_made_up_job_and_size_outside_any_job(themis):
     """SLURM_JOB_ID=112 SLURM_NNODES=64 outside any job: the user's pseudo job, one node."""
     write_as(USER, shared_dir(themis) / "a", 5000, claims("112"))
-    assert themis.sample("themis_io_bytes_total", job="112") is None
-    assert themis.sample("themis_io_bytes_total", job=f"user-{USER}", op="write") == 5000
-    assert themis.sample("themis_job_nodes", job=f"user-{USER}") == 1.0
+    assert themis.sample("themis_io_bytes_total", slurm_job="112") is None
+    assert themis.sample("themis_io_bytes_total", slurm_job=f"user-{USER}", op="write") == 5000
+    assert themis.sample("themis_job_nodes", slurm_job=f"user-{USER}") == 1.0
 
 
 def sbatch(cluster, *args: str) -> str:
@@ -259,11 +259,11 @@ def test_size_claimed_inside_a_real_one_node_job(slurm_cluster, themis):
     deadline = time.monotonic() + 60
     while (
         time.monotonic() < deadline
-        and themis.sample("themis_io_bytes_total", job=job_id, op="write") != 8192.0
+        and themis.sample("themis_io_bytes_total", slurm_job=job_id, op="write") != 8192.0
     ):
         time.sleep(0.25)
-    assert themis.sample("themis_io_bytes_total", job=job_id, op="write") == 8192.0
-    assert themis.sample("themis_job_nodes", job=job_id) == 1.0
+    assert themis.sample("themis_io_bytes_total", slurm_job=job_id, op="write") == 8192.0
+    assert themis.sample("themis_job_nodes", slurm_job=job_id) == 1.0
 
 
 @pytest.mark.slurm
@@ -274,14 +274,16 @@ def test_another_users_job_id(slurm_cluster, themis):
     try:
         wait_running(slurm_cluster, job_id)
         write_as(NOBODY, shared_dir(themis) / "theft", 7000, claims(job_id, "1"))
-        assert themis.sample("themis_io_bytes_total", job=job_id) is None
-        assert themis.sample("themis_io_bytes_total", job=f"user-{NOBODY}", op="write") == 7000
+        assert themis.sample("themis_io_bytes_total", slurm_job=job_id) is None
+        assert (
+            themis.sample("themis_io_bytes_total", slurm_job=f"user-{NOBODY}", op="write") == 7000
+        )
         # the owner's own process outside the job's cgroup (no cgroups here: see
         # docs/themis.md) may join its own job, but its size still comes from Slurm
         write_as(0, shared_dir(themis) / "own", 3000, claims(job_id, "64"))
-        assert themis.sample("themis_io_bytes_total", job=job_id, op="write") == 3000
-        assert themis.sample("themis_job_nodes", job=job_id) == 1.0
-        assert themis.sample("themis_job_nodes", job=job_id, user="root") == 1.0
+        assert themis.sample("themis_io_bytes_total", slurm_job=job_id, op="write") == 3000
+        assert themis.sample("themis_job_nodes", slurm_job=job_id) == 1.0
+        assert themis.sample("themis_job_nodes", slurm_job=job_id, user="root") == 1.0
     finally:
         scancel(slurm_cluster, job_id)
 

@@ -30,7 +30,7 @@ from themis.sched.tags import JobTag
 
 log = logging.getLogger("themis.cluster")
 
-LABELS = ("job", "user", "group")
+LABELS = ("slurm_job", "user", "group")  # not "job": Prometheus sets that to the target
 
 
 class ClusterMetrics:

@@ -139,13 +139,20 @@ def clear_dead_mounts(mountpoint: str) -> int:
     return cleared
 
 
-def tune(mountpoint: str, max_background: int) -> bool:
-    """Set max_background (and congestion_threshold = 3/4 of it) of the mount's connection."""
-    if max_background <= 0 or not _ensure_fusectl():
-        return False
+def tune(mountpoint: str, max_background: int, read_ahead_kb: int = 0) -> bool:
+    """Set max_background (and congestion_threshold = 3/4 of it) of the mount's connection,
+    and its readahead window when ``read_ahead_kb`` > 0 (FUSE reads are at most 1 MiB)."""
     minor = connection_id(mountpoint)
     if minor is None:
         log.warning("%s is not in /proc/self/mountinfo; FUSE limits left alone", mountpoint)
+        return False
+    if read_ahead_kb > 0:
+        bdi = Path(f"/sys/class/bdi/0:{minor}/read_ahead_kb")
+        try:
+            bdi.write_text(f"{read_ahead_kb}\n")
+        except OSError as exc:
+            log.warning("cannot set %s: %s", bdi, exc)
+    if max_background <= 0 or not _ensure_fusectl():
         return False
     conn = FUSECTL / str(minor)
     try:

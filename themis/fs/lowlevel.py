@@ -1,4 +1,4 @@
-"""``fallocate`` for pyfuse3, which does not implement that FUSE operation.
+"""pyfuse3's libfuse operation table: where the compiled data path and ``fallocate`` go in.
 
 pyfuse3 3.5 fills libfuse's ``struct fuse_lowlevel_ops`` inside :func:`pyfuse3.init` and hands
 it to ``fuse_session_new``, which keeps its own copy in the session. Right after
@@ -10,8 +10,11 @@ own ``lookup``, ``forget_multi`` and ``readdirplus`` handlers, so another pyfuse
 build leaves ``fallocate`` unanswered (the kernel then reports EOPNOTSUPP, as before) with a
 warning, rather than corrupting anything.
 
-The callback runs on the event loop thread inside pyfuse3's request processing and answers at
-once with ``fuse_reply_err`` (0 on success): fallocate only reserves space.
+:func:`op_table` finds the session and table for the compiled data path
+(themis/fs/datapath.py), which wraps ``init`` there (kernel options) and takes ``/dev/fuse``
+over; :func:`install_fallocate` serves fallocate
+alone for the Python data path. Its callback runs on the event loop thread inside pyfuse3's
+request processing and answers at once with ``fuse_reply_err`` (0 on success).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger("themis.fs")
 
@@ -91,9 +94,16 @@ def _fallocate(req: int, ino: int, mode: int, offset: int, length: int, fi: int)
     _reply(req, err)
 
 
-def install_fallocate(handler: Allocate) -> bool:
-    """Answer FUSE fallocate requests with ``handler``; call right after ``pyfuse3.init``."""
-    _handler[:] = [handler]
+class OpTable(NamedTuple):
+    """pyfuse3's ``struct fuse_session *`` and the address of its operation table."""
+
+    session: int
+    address: int
+
+
+def op_table() -> OpTable | None:
+    """The FUSE session and its libfuse operation table (call right after ``pyfuse3.init``),
+    or None, with a warning, when pyfuse3's layout is not the expected one."""
     import pyfuse3
 
     so = Path(pyfuse3.__file__)
@@ -124,13 +134,24 @@ def install_fallocate(handler: Allocate) -> bool:
             raise ValueError("the session's operation table was not found")
     except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
         log.warning(
-            "fallocate not passed through (pyfuse3 %s has an unexpected layout: %s)",
+            "pyfuse3 %s has an unexpected layout (%s): its operation table is left alone",
             getattr(pyfuse3, "__version__", "?"),
             exc,
         )
+        return None
+    return OpTable(int(se), int(se + offset))
+
+
+def install_fallocate(handler: Allocate) -> bool:
+    """Answer FUSE fallocate requests with ``handler`` (the Python data path); call right
+    after ``pyfuse3.init``."""
+    _handler[:] = [handler]
+    table = op_table()
+    if table is None:
+        log.warning("fallocate not passed through")
         return False
     if not _installed:
         _installed.append(_CALLBACK(_fallocate))
-    slot = ctypes.c_void_p.from_address(se + offset + _SLOTS["fallocate"] * _SLOT)
+    slot = ctypes.c_void_p.from_address(table.address + _SLOTS["fallocate"] * _SLOT)
     slot.value = ctypes.cast(_installed[0], ctypes.c_void_p).value
     return True

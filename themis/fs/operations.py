@@ -10,8 +10,10 @@ and supplementary groups (:func:`~themis.fs.syscalls.acting_as`), so the backing
 checks permissions as it would for the caller. See docs/themis.md, "Security".
 
 Metadata calls run on the event loop (short syscalls: threads cost more than they save here).
-Reads and writes go through ``io`` (the fair scheduler); fsync, which really blocks, runs in a
-worker thread. The kernel enforces permissions first (``default_permissions``).
+Reads, writes, flush, fsync and fallocate of open files are served by the compiled data path
+(``files``, themis/fs/datapath.py) when it is installed; otherwise reads and writes go through
+``io`` (the fair scheduler) and fsync, which really blocks, runs in a worker thread.
+The kernel enforces permissions first (``default_permissions``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
@@ -56,6 +58,18 @@ class RequestIO(Protocol):
     async def read(self, tag: JobTag, fd: int, offset: int, size: int) -> bytes: ...
 
     async def write(self, tag: JobTag, fd: int, offset: int, data: bytes) -> int: ...
+
+
+Opener = Callable[[int], int]  # open flags -> descriptor
+
+
+class OpenFiles(Protocol):
+    """The compiled data path: told each open file's descriptor and job (it serves their
+    reads and writes); ``closed`` returns once no request uses the descriptor."""
+
+    def opened(self, fh: int, fd: int, tag: JobTag) -> None: ...
+
+    def closed(self, fh: int) -> None: ...
 
 
 class JobActivity(Protocol):
@@ -101,6 +115,9 @@ class PassthroughFS(pyfuse3.Operations):
         entry_timeout: float = 1.0,
         xattrs: bool = True,
         keep_cache: bool = False,
+        files: OpenFiles | None = None,
+        writeback_cache: bool = False,
+        cache_unchanged: bool = False,
     ) -> None:
         super().__init__()
         self.backing = os.path.abspath(backing)
@@ -112,6 +129,10 @@ class PassthroughFS(pyfuse3.Operations):
         self.entry_timeout = entry_timeout
         self.xattrs = xattrs
         self.keep_cache = keep_cache
+        self.files = files
+        self.writeback_cache = writeback_cache
+        self.cache_unchanged = cache_unchanged
+        self._closed_as: dict[int, tuple[int, int, int]] = {}  # inode -> mtime, ctime, size
         self.act_as_caller = can_switch_credentials()
         if not self.act_as_caller:
             log.warning(
@@ -197,7 +218,46 @@ class PassthroughFS(pyfuse3.Operations):
         self._open.setdefault(inode, set()).add(fd)
         if self.activity is not None:
             self.activity.file_opened(tag)
-        return self._new_fh(Handle(fd, inode, tag))
+        fh = self._new_fh(Handle(fd, inode, tag))
+        if self.files is not None:
+            self.files.opened(fh, fd, tag)
+        return fh
+
+    def _open_as_caller(self, ctx: pyfuse3.RequestContext, flags: int, opener: Opener) -> int:
+        """``opener(flags)`` as the caller. With the writeback cache the kernel reads to fill
+        the pages of a file opened write-only and keeps O_APPEND's offsets itself: such a file
+        is opened read-write when the caller may read it too, and O_APPEND is dropped."""
+        with self._as(ctx):
+            if not self.writeback_cache:
+                return opener(flags)
+            flags &= ~os.O_APPEND
+            if flags & os.O_ACCMODE == os.O_WRONLY:
+                try:
+                    return opener((flags & ~os.O_ACCMODE) | os.O_RDWR)
+                except PermissionError:
+                    pass  # write-only for this caller: partial-page writes may fail
+            return opener(flags)
+
+    def _keep_cache(self, inode: int, fd: int) -> bool:
+        """Whether the kernel may keep the file's cached pages: always with ``keep_cache``;
+        with ``cache_unchanged`` when mtime, ctime and size are those of its last close here
+        (a change made directly in the backing directory moves ctime, which no one can set)."""
+        if self.keep_cache:
+            return True
+        if not self.cache_unchanged:
+            return False
+        st = os.fstat(fd)
+        return self._closed_as.get(inode) == (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+    def _remember_close(self, handle: Handle) -> None:
+        if not self.cache_unchanged:
+            return
+        with contextlib.suppress(OSError):
+            st = os.fstat(handle.fd)
+            self._closed_as.pop(handle.inode, None)
+            self._closed_as[handle.inode] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            if len(self._closed_as) > 65536:  # bounded: forget the oldest
+                del self._closed_as[next(iter(self._closed_as))]
 
     def refresh_root(self) -> bool:
         """Whether the backing directory is there; a directory made again is served anew."""
@@ -395,18 +455,21 @@ class PassthroughFS(pyfuse3.Operations):
         tag = await self._tag(ctx)  # before acting as the caller: it may await
         node_fd = self._not_symlink(inode)
         flags = (flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY | os.O_NOFOLLOW)) | os.O_CLOEXEC
-        with self._as(ctx):  # reopens exactly this inode, checked as the caller
-            fd = os.open(proc_fd(node_fd), flags)
+        # reopens exactly this inode, checked as the caller
+        fd = self._open_as_caller(ctx, flags, lambda f: os.open(proc_fd(node_fd), f))
+        keep = self._keep_cache(inode, fd)
         fh = cast(pyfuse3.FileHandleT, self._opened(fd, inode, tag))
-        return pyfuse3.FileInfo(fh=fh, keep_cache=self.keep_cache)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=keep)
 
     @fuse_errors
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         tag = await self._tag(ctx)
-        with self._as(ctx):
-            fd = open_beneath(self._fd(parent_inode), name, flags | os.O_CREAT, mode)
+        dir_fd = self._fd(parent_inode)
+        fd = self._open_as_caller(
+            ctx, flags | os.O_CREAT, lambda f: open_beneath(dir_fd, name, f, mode)
+        )
         try:
             st = os.fstat(fd)
             path_fd = os.open(proc_fd(fd), os.O_PATH | os.O_CLOEXEC)
@@ -452,6 +515,9 @@ class PassthroughFS(pyfuse3.Operations):
         handle = self._handles.pop(fh, None)
         if not isinstance(handle, Handle):
             return
+        if self.files is not None:
+            self.files.closed(fh)
+        self._remember_close(handle)
         fds = self._open.get(handle.inode)
         if fds is not None:
             fds.discard(handle.fd)
@@ -548,7 +614,9 @@ class PassthroughFS(pyfuse3.Operations):
     # -- shutdown ------------------------------------------------------------------------
     def close_all(self) -> None:
         """Close every backing descriptor (after unmount, when no release will come)."""
-        for handle in self._handles.values():
+        for fh, handle in self._handles.items():
+            if self.files is not None and isinstance(handle, Handle):
+                self.files.closed(fh)
             with contextlib.suppress(OSError):
                 os.close(handle.fd)
         self._handles.clear()
@@ -556,4 +624,12 @@ class PassthroughFS(pyfuse3.Operations):
         self.inodes.close_all()
 
 
-__all__ = ["ROOT", "DirHandle", "Handle", "JobActivity", "PassthroughFS", "RequestIO"]
+__all__ = [
+    "ROOT",
+    "DirHandle",
+    "Handle",
+    "JobActivity",
+    "OpenFiles",
+    "PassthroughFS",
+    "RequestIO",
+]

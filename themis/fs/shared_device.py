@@ -27,18 +27,18 @@ class SharedEmulatedDevice(EmulatedDevice):
     def __init__(self, bandwidth: float, path: str) -> None:
         super().__init__(bandwidth)
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def _book(self, nbytes: int) -> float:
         """Reserve the device for ``nbytes``; returns when the transfer ends (monotonic)."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            raw = os.pread(self._fd, _STATE.size, 0)
+            raw = os.pread(self.fd, _STATE.size, 0)
             free_at = _STATE.unpack(raw)[0] if len(raw) == _STATE.size else 0.0
             end = max(time.monotonic(), free_at) + nbytes / self.bandwidth
-            os.pwrite(self._fd, _STATE.pack(end), 0)
+            os.pwrite(self.fd, _STATE.pack(end), 0)
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
         return end
 
     async def occupy(self, nbytes: int) -> None:
@@ -48,4 +48,4 @@ class SharedEmulatedDevice(EmulatedDevice):
         await trio.sleep(max(0.0, end - time.monotonic()))
 
     def close(self) -> None:
-        os.close(self._fd)
+        os.close(self.fd)

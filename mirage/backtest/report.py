@@ -1,0 +1,170 @@
+"""The backtest's tables and plot: each week and the totals of the development and test
+weeks, for reactive, average, the frozen model (chosen at the first origin), the rolling
+model (chosen again at each origin), the oracle, and the rolling choice's seeds apart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcbase.atomic import atomic_path, atomic_write
+from mirage.agents.common.hindsight import GapStats
+from mirage.backtest import labels as lb
+from mirage.backtest.origin import origin_path
+from mirage.backtest.plan import Plan
+
+POLICIES = ("reactive", "average", "frozen", "rolling", "oracle")
+STATS = ("abs_gap", "interruption", "overlap", "uninterrupted", "on_time")
+
+
+def collect(out: Path, plan: Plan) -> list[dict[str, Any]]:
+    """Per origin week: the gaps (s) of every policy on its chains; weeks without a result
+    (no chains, nothing known yet) are left out."""
+    from mirage.eval.offline import oracle_gaps, rule_gaps
+
+    frozen: Path | None = None
+    weeks = []
+    for week in plan.origins:
+        path = origin_path(out, week)
+        if not path.exists():
+            continue
+        res = json.loads(path.read_text())
+        test = lb.load_week(out, week)
+        if "skipped" in res or test is None:
+            continue
+        frozen = frozen or out / res["chosen_model"]
+        chosen = res["chosen"]
+        agent = chosen.rsplit("-", 1)[0]
+        gaps = {
+            "reactive": test.ep_end_gap,
+            "average": lb.per_chain(test, "average_gap"),
+            "frozen": rule_gaps(test, frozen)[0],
+            "rolling": np.asarray(res["gaps"][chosen]),
+            "oracle": oracle_gaps(test),
+        }
+        seeds = {s: np.asarray(res["gaps"][f"{agent}-s{s}"]) for s in plan.seeds}
+        weeks.append(
+            {"week": week.label, "role": week.role, "chosen": chosen, "gaps": gaps, "seeds": seeds}
+        )
+    return weeks
+
+
+def _stats(g: np.ndarray) -> dict[str, float]:
+    st = GapStats.of(g)
+    return {k: getattr(st, k) for k in ("chains", *STATS)}
+
+
+def summarise(weeks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per week and per role (dev, test): every policy's statistics, the rolling model's
+    weekly wins, and the spread of the rolling choice over seeds."""
+    out: dict[str, Any] = {"weeks": [], "totals": {}}
+    for w in weeks:
+        row = {"week": w["week"], "role": w["role"], "chosen": w["chosen"]}
+        row.update({p: _stats(w["gaps"][p]) for p in POLICIES})
+        out["weeks"].append(row)
+    for role in ("dev", "test"):
+        sel = [w for w in weeks if w["role"] == role]
+        if not sel:
+            continue
+        tot: dict[str, Any] = {
+            p: _stats(np.concatenate([w["gaps"][p] for w in sel])) for p in POLICIES
+        }
+        rows = [r for r in out["weeks"] if r["role"] == role]
+        for other in ("reactive", "average", "frozen"):
+            wins = sum(r["rolling"]["abs_gap"] < r[other]["abs_gap"] for r in rows)
+            ties = sum(r["rolling"]["abs_gap"] == r[other]["abs_gap"] for r in rows)
+            tot[f"rolling_weeks_won_vs_{other}"] = [wins, ties, len(rows)]
+        per_seed = [
+            float(np.abs(np.concatenate([w["seeds"][s] for w in sel])).mean() / 3600)
+            for s in sel[0]["seeds"]
+        ]
+        tot["rolling_seeds_abs_gap"] = per_seed
+        out["totals"][role] = tot
+    return out
+
+
+def markdown(summary: dict[str, Any], plan: Plan) -> str:
+    """The tables: totals per role (every statistic), then mean ``|gap|`` per week."""
+    lines = [f"# Backtest of {Path(plan.trace).name}", ""]
+    if plan.note:
+        lines += [f"**{plan.note}**", ""]
+    lines += [
+        f"{plan.chains_per_week} chains per week, shapes (units, limit h) drawn from "
+        f"{len(plan.shapes)} pair(s); agents {', '.join(plan.agents)}, seeds "
+        f"{', '.join(map(str, plan.seeds))}; decisions every {plan.decision_interval:g} s.",
+        "",
+    ]
+    for role, tot in summary["totals"].items():
+        lines += [f"## Total over the {role} weeks", ""]
+        lines += [
+            "| policy | chains | mean abs gap (h) | interruption (h) | overlap (h) | "
+            "uninterrupted | on time |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for p in POLICIES:
+            s = tot[p]
+            lines.append(
+                f"| {p} | {s['chains']} | {s['abs_gap']:.2f} | {s['interruption']:.2f} | "
+                f"{s['overlap']:.2f} | {s['uninterrupted']:.0%} | {s['on_time']:.0%} |"
+            )
+        seeds = tot["rolling_seeds_abs_gap"]
+        lines += [
+            "",
+            f"Rolling choice's single seeds: mean abs gap {np.mean(seeds):.2f} ± "
+            f"{np.std(seeds):.2f} h ({', '.join(f'{x:.2f}' for x in seeds)}).",
+        ]
+        for other in ("reactive", "average", "frozen"):
+            w, t, n = tot[f"rolling_weeks_won_vs_{other}"]
+            lines.append(f"Rolling beats {other} in {w} of {n} weeks ({t} ties).")
+        lines.append("")
+    lines += [
+        "## Mean abs gap (h) per week",
+        "",
+        "| week | role | chains | " + " | ".join(POLICIES) + " | rolling model |",
+        "|---|---|---|" + "---|" * len(POLICIES) + "---|",
+    ]
+    for r in summary["weeks"]:
+        vals = " | ".join(f"{r[p]['abs_gap']:.2f}" for p in POLICIES)
+        lines.append(
+            f"| {r['week']} | {r['role']} | {r['reactive']['chains']} | {vals} | {r['chosen']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(path: Path, summary: dict[str, Any], plan: Plan) -> None:
+    """Mean ``|gap|`` per week for every policy; the test weeks shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary["weeks"]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 3), 4))
+    for p in POLICIES:
+        ax.plot(x, [r[p]["abs_gap"] for r in rows], marker="o", label=p)
+    test = [i for i, r in enumerate(rows) if r["role"] == "test"]
+    if test:
+        ax.axvspan(test[0] - 0.5, test[-1] + 0.5, color="0.9", label="test weeks")
+    ax.set_xticks(x, [r["week"] for r in rows], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("mean |gap| (h)")
+    ax.set_title(f"Rolling-origin backtest: {Path(plan.trace).name}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+
+
+def write(out: Path, plan: Plan) -> dict[str, Any]:
+    """``backtest.md``, ``backtest.json`` and ``backtest.png`` in ``out``; the summary."""
+    summary = summarise(collect(out, plan))
+    atomic_write(out / "backtest.json", json.dumps(summary, indent=1))
+    atomic_write(out / "backtest.md", markdown(summary, plan))
+    if summary["weeks"]:
+        plot(out / "backtest.png", summary, plan)
+    return summary

@@ -17,6 +17,7 @@ COMMANDS = {
         "mirage.backtest.cli",
         "rolling-origin evaluation: retrain weekly, test the next week",
     ),
+    "retrain": ("mirage.retrain", "retrain from recent accounting; promote only if it wins"),
     "chain": ("mirage.chain.cli", "submit, list, inspect and cancel job chains on a live cluster"),
     "agentd": ("mirage.agentd", "the site daemon: queue sampling, chain driving, metrics"),
 }

@@ -118,20 +118,8 @@ def declare(args: argparse.Namespace, trace: object, total_units: int, max_limit
         test_weeks=args.test_weeks,
         min_train_days=args.min_train_days,
     )
-    return Plan(
-        trace=str(trace.source),
-        digest=trace.digest,
-        total_units=total_units,
-        weeks=weeks,
-        chains_per_week=args.chains_per_week,
-        shapes=shapes,
-        decision_interval=args.decision_interval,
-        agents=agents,
-        seeds=_ints(args.seeds, "--seeds"),
-        epochs=args.epochs,
-        seed=args.seed,
-        note=LS6_NOTE if ls6 else "",
-    )
+    seeds = _ints(args.seeds, "--seeds")
+    return Plan.of(trace, total_units, weeks, shapes, agents, seeds, args, LS6_NOTE if ls6 else "")
 
 
 def _fix_plan(out: Path, plan: Plan) -> None:

@@ -64,6 +64,35 @@ class Plan:
     def origins(self) -> list[Week]:
         return [w for w in self.weeks if w.role != "history"]
 
+    @classmethod
+    def of(
+        cls,
+        trace: Trace,
+        total_units: int,
+        weeks: tuple[Week, ...],
+        shapes: tuple[tuple[int, float], ...],
+        agents: tuple[str, ...],
+        seeds: tuple[int, ...],
+        args: Any,
+        note: str = "",
+    ) -> Plan:
+        """A plan from the commands' shared options (``chains_per_week``,
+        ``decision_interval``, ``epochs``, ``seed`` of ``args``)."""
+        return cls(
+            trace=str(trace.source),
+            digest=trace.digest,
+            total_units=total_units,
+            weeks=weeks,
+            chains_per_week=args.chains_per_week,
+            shapes=shapes,
+            decision_interval=args.decision_interval,
+            agents=agents,
+            seeds=seeds,
+            epochs=args.epochs,
+            seed=args.seed,
+            note=note,
+        )
+
 
 def _date(t: float, epoch: float) -> str:
     return datetime.fromtimestamp(t + epoch, UTC).strftime("%Y-%m-%d")
@@ -123,6 +152,31 @@ def make_weeks(
         Week(o, o + step, r, _date(o, epoch)) for o, r in zip(origins, roles, strict=True)
     ]
     return tuple(weeks)
+
+
+def holdout_weeks(
+    trace: Trace, longest_chain: float, holdout_days: float = 7.0, history_days: float = 56.0
+) -> tuple[Week, ...]:
+    """``mirage retrain``'s weeks: the most recent ``holdout_days`` whose chains end before
+    the log's last arrival (the one origin, role ``test``), after ``history_days`` of history
+    weeks (training and validation), at most back to the observation's first day."""
+    step = holdout_days * DAY
+    end = float(trace.submit.max()) - longest_chain
+    origin = end - step
+    if origin < 2 * step:
+        raise ValueError(
+            f"{trace.source}: {(end + longest_chain) / DAY:.1f} days of accounting are too few "
+            f"to train and hold out {holdout_days:g} days (chains up to "
+            f"{longest_chain / 3600:.0f} h must end before its last job)"
+        )
+    epoch = trace.start_epoch
+    weeks = []
+    t = origin - step
+    while t + step > max(DAY, origin - history_days * DAY):
+        lo = max(t, DAY, origin - history_days * DAY)
+        weeks.append(Week(lo, t + step, "history", _date(lo, epoch)))
+        t -= step
+    return (*weeks[::-1], Week(origin, origin + step, "test", _date(origin, epoch)))
 
 
 def chain_shapes(

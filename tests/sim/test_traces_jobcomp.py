@@ -60,3 +60,23 @@ def test_hpcsim_replay_accepts_it(tmp_path: Path, capsys: pytest.CaptureFixture[
 
     assert main(["replay", str(LOG), "--out", str(tmp_path / "schedule.csv")]) == 0
     assert "not a recognised trace" not in capsys.readouterr().err
+
+
+def test_the_live_clusters_own_log(slurm_cluster) -> None:  # type: ignore[no-untyped-def]
+    """Jobs run on the real local cluster come back from its jobcomp log as a trace."""
+    from hpcbase.slurm import RetryPolicy, get_client
+    from tests.slurm.test_slurm_live import submit, wait_for
+
+    slurm = get_client("cli", min_interval=0.2, policy=RetryPolicy(attempts=3, timeout=20))
+    ids = [submit(slurm, "sleep 1", cpus=c, limit=lim) for c, lim in ((2, "3:00"), (3, "1:00:00"))]
+
+    def logged() -> object:
+        text = slurm_cluster.jobcomp_path.read_text()
+        return all(f"JobId={i} " in text for i in ids) or None
+
+    wait_for("the jobs in the jobcomp log", logged)
+    t = read_trace(slurm_cluster.jobcomp_path, unit="procs")
+    i = {int(j): k for k, j in enumerate(t.job_id)}
+    assert [int(t.units[i[j]]) for j in ids] == [2, 3]
+    assert [float(t.limit[i[j]]) for j in ids] == [180.0, 3600.0]
+    assert all(0.5 <= t.runtime[i[j]] <= 30 for j in ids)

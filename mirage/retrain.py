@@ -151,13 +151,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(trace)} jobs; training on {weeks[0].label}..{weeks[-1].label}, "
         f"holding out the week from {weeks[-1].label}"
     )
-    world = ChainWorld(
-        trace,
-        total_units=total_units,
-        max_limit=max_limit,
-        until=weeks[-1].end,
-        progress=not args.no_progress,
-    )
+    try:
+        world = ChainWorld(
+            trace,
+            total_units=total_units,
+            max_limit=max_limit,
+            until=weeks[-1].end,
+            progress=not args.no_progress,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"mirage retrain: {args.accounting}: {exc}") from None
     lb.label_weeks(world, plan, run, args.jobs, progress=not args.no_progress)
     plan_json = json.loads((run / "plan.json").read_text())
     run_origin((str(run), plan_json, len(weeks) - 1, trace.start_epoch))

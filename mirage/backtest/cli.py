@@ -173,13 +173,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(plan.note)
     timing: dict[str, float] = {}
     began = time.time()
-    world = ChainWorld(
-        trace,
-        total_units=total_units,
-        max_limit=max_limit,
-        until=plan.weeks[-1].end,
-        progress=not args.no_progress,
-    )
+    try:
+        world = ChainWorld(
+            trace,
+            total_units=total_units,
+            max_limit=max_limit,
+            until=plan.weeks[-1].end,
+            progress=not args.no_progress,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"mirage backtest: {args.trace}: {exc}") from None
     timing["replay_s"] = round(time.time() - began, 1)
     began = time.time()
     lb.label_weeks(world, plan, out, args.jobs, progress=not args.no_progress)

@@ -68,6 +68,11 @@ def test_rolling_beats_frozen_after_the_shift(run: tuple[Path, Path, dict]) -> N
     assert tot["rolling"]["abs_gap"] < tot["frozen"]["abs_gap"]
     assert tot["rolling"]["abs_gap"] < tot["reactive"]["abs_gap"]
     assert tot["oracle"]["abs_gap"] <= tot["rolling"]["abs_gap"]
+    # the adaptation window is chosen on the development week alone, and reported on the test
+    chosen = run[2]["adaptation"]["window_days"]
+    dev = run[2]["adaptation"]["dev_abs_gap_h"]
+    assert dev[str(chosen)] == min(dev.values())
+    assert tot["oracle"]["abs_gap"] <= tot["adapted"]["abs_gap"]
 
 
 def test_resume_reproduces_an_origin(run: tuple[Path, Path, dict]) -> None:

@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--total-units", type=int, default=None)
     p.add_argument("--agents", default="gap-regressor", help="comma list (default gap-regressor)")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=5, help="(fitted-Q iterations for the DQNs)")
     p.add_argument("--chains-per-week", type=int, default=30)
     p.add_argument("--holdout-days", type=float, default=7.0)
     p.add_argument("--history-days", type=float, default=56.0)

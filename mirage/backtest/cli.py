@@ -50,7 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         f"({', '.join(LEARNED)}; default gap-regressor, the cheapest)",
     )
     p.add_argument("--seeds", default="0,1,2", help="training seeds (default 0,1,2)")
-    p.add_argument("--epochs", type=int, default=5, help="training epochs (default 5)")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=5,
+        help="training epochs (fitted-Q iterations for dqn, moe-dqn; default 5)",
+    )
     p.add_argument("--chains-per-week", type=int, default=30, help="default 30")
     p.add_argument("--every-days", type=float, default=7.0, help="days between origins")
     p.add_argument(

@@ -82,7 +82,7 @@ def run_origin(task: tuple[str, dict[str, Any], int, float]) -> str:
         for seed in plan.seeds:
             path = mdir / f"{agent}-s{seed}.zip"
             if not path.exists():
-                model, meta = train_hindsight(agent, train, val, seed, epochs=plan.epochs)
+                model, meta = train_hindsight(agent, train, val, seed, **effort(agent, plan))
                 save_model(model, path, agent, meta)
             paths.append(path)
             candidates[path.stem] = read_meta(path)
@@ -108,6 +108,12 @@ def run_origin(task: tuple[str, dict[str, Any], int, float]) -> str:
     )
     atomic_write(origin_path(out, week), json.dumps(result, indent=1))
     return week.label
+
+
+def effort(agent: str, plan: Plan) -> dict[str, Any]:
+    """The plan's ``epochs`` as the agent's own knob: fitted-Q iterations for the DQN
+    agents, epochs for the others."""
+    return {"iterations" if agent in ("dqn", "moe-dqn") else "epochs": plan.epochs}
 
 
 def plan_from_json(obj: dict[str, Any]) -> Plan:

@@ -205,8 +205,16 @@ def plot(path: Path, summary: dict[str, Any], plan: Plan) -> None:
     rows = summary["weeks"]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 3), 4))
-    for p in POLICIES:
-        ax.plot(x, [r[p]["abs_gap"] for r in rows], marker="o", label=p)
+    styles = ("-", "-", "--", "-", ":", "-")  # overlapping lines stay visible
+    for k, p in enumerate(POLICIES):
+        ax.plot(
+            x,
+            [r[p]["abs_gap"] for r in rows],
+            marker="os^vDx"[k],
+            linestyle=styles[k],
+            markersize=7 - k,
+            label=p,
+        )
     test = [i for i, r in enumerate(rows) if r["role"] == "test"]
     if test:
         ax.axvspan(test[0] - 0.5, test[-1] + 0.5, color="0.9", label="test weeks")

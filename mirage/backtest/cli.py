@@ -31,6 +31,7 @@ from mirage.backtest.plan import (
     is_ls6,
     make_weeks,
 )
+from mirage.eval import array as slurm_array
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
     p.add_argument("--no-progress", action="store_true")
+    slurm_array.add_array_args(p, "the origins (labelling stays local)")
     return p
 
 
@@ -142,21 +144,46 @@ def _fix_plan(out: Path, plan: Plan) -> None:
     atomic_write(path, json.dumps(now, indent=1))
 
 
+def _run_origins(
+    out: Path, plan: Plan, epoch: float, weeks: set[str], jobs: int, progress: bool
+) -> None:
+    """Train, choose and evaluate at the origins of ``weeks`` not done yet (``jobs``
+    processes)."""
+    from tqdm import tqdm
+
+    plan_json = json.loads((out / "plan.json").read_text())
+    tasks = [
+        (str(out), plan_json, plan.weeks.index(w), epoch)
+        for w in plan.origins
+        if w.label in weeks and not origin_path(out, w).exists()
+    ]
+    with tqdm(total=len(tasks), desc="origins", unit="origin", disable=not progress) as bar:
+        if jobs <= 1 or len(tasks) <= 1:
+            for t in tasks:
+                run_origin(t)
+                bar.update()
+        else:
+            with mp.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
+                for _ in pool.imap_unordered(run_origin, tasks):
+                    bar.update()
+
+
 def _log(msg: str) -> None:
     print(f"[backtest {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tqdm import tqdm
-
     from mirage.envs.world import ChainWorld, estimate_total_units, max_limit_of
     from sim.traces.model import TraceError
     from sim.traces.read import read_trace
 
-    args = _parser().parse_args(argv)
+    p = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(argv)
     if args.chains_per_week <= 0 or args.jobs <= 0 or args.epochs <= 0:
         raise SystemExit("mirage backtest: --chains-per-week, --jobs, --epochs must be positive")
-    out = Path(args.out)
+    # an array task is given OUT/shards as --out (mirage.eval.array.task_script)
+    out = Path(args.out).parent if args.shard else Path(args.out)
     try:
         trace = read_trace(args.trace, cache=True)
     except (TraceError, OSError) as exc:
@@ -167,7 +194,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = declare(args, trace, total_units, max_limit)
     except ValueError as exc:
         raise SystemExit(f"mirage backtest: {exc}") from None
+    shard, options = slurm_array.check_array_args(p, args, max(1, len(plan.origins)))
     _fix_plan(out, plan)
+    if shard is not None:  # one task of a --slurm-array run: its origins, labels exist
+        mine = [
+            plan.origins[k].label
+            for k in slurm_array.shard_indices(len(plan.origins), shard[1], shard[0])
+        ]
+        _run_origins(out, plan, trace.start_epoch, set(mine), args.jobs, False)
+        slurm_array.write_shard(Path(args.out), *shard, mine, [{"week": w} for w in mine])
+        return 0
     dev = [w.label for w in plan.weeks if w.role == "dev"]
     test = [w.label for w in plan.weeks if w.role == "test"]
     _log(
@@ -193,21 +229,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     lb.label_weeks(world, plan, out, args.jobs, progress=not args.no_progress)
     timing["labels_s"] = round(time.time() - began, 1)
     began = time.time()
-    plan_json = json.loads((out / "plan.json").read_text())
-    tasks = [
-        (str(out), plan_json, plan.weeks.index(w), trace.start_epoch)
-        for w in plan.origins
-        if not origin_path(out, w).exists()
-    ]
-    with tqdm(total=len(tasks), desc="origins", unit="origin", disable=args.no_progress) as bar:
-        if args.jobs <= 1 or len(tasks) <= 1:
-            for t in tasks:
-                run_origin(t)
-                bar.update()
-        else:
-            with mp.get_context("spawn").Pool(min(args.jobs, len(tasks))) as pool:
-                for _ in pool.imap_unordered(run_origin, tasks):
-                    bar.update()
+    if args.slurm_array is not None:
+        from hpcbase.slurm import SlurmError, get_client
+
+        try:
+            slurm_array.run_array(
+                get_client(min_interval=args.slurm_poll),
+                [sys.executable, "-m", "mirage.backtest.cli", *argv],
+                [w.label for w in plan.origins],
+                args.slurm_array,
+                out / "shards",
+                options,
+                args.slurm_poll,
+                not args.no_progress,
+            )
+        except (SlurmError, RuntimeError) as exc:
+            print(f"mirage backtest: {exc}", file=sys.stderr)
+            return 1
+    else:
+        weeks = {w.label for w in plan.origins}
+        _run_origins(out, plan, trace.start_epoch, weeks, args.jobs, not args.no_progress)
     timing["origins_s"] = round(time.time() - began, 1)
     runs = json.loads((out / "timing.json").read_text()) if (out / "timing.json").exists() else []
     atomic_write(out / "timing.json", json.dumps([*runs, timing], indent=1))

@@ -92,3 +92,22 @@ def test_another_plan_is_refused(run: tuple[Path, Path, dict]) -> None:
     log, out, _ = run
     with pytest.raises(SystemExit, match="declares another plan"):
         main([str(log), "--out", str(out), *ARGS, "--seed", "7"])
+
+
+@pytest.mark.slurm
+def test_slurm_array_gives_the_local_figures(
+    run: tuple[Path, Path, dict],
+    slurm_cluster,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """The origins as a Slurm array on the real local cluster (one task per two origins,
+    the labels already made): the same report as the local run."""
+    log, local, summary = run
+    out = tmp_path / "array"
+    out.mkdir()
+    shutil.copytree(local / "labels", out / "labels")  # labelling stays local; reuse it
+    shutil.copy(local / "plan.json", out / "plan.json")
+    array = ["--slurm-array", "3", "--slurm-poll", "1", "--sbatch-option", "time=10:00"]
+    assert main([str(log), "--out", str(out), *ARGS, *array]) == 0
+    assert json.loads((out / "backtest.json").read_text()) == summary
+    assert len(list((out / "shards").glob("shard-*-of-3.json"))) == 3

@@ -18,6 +18,11 @@ from mirage.backtest.origin import origin_path
 from mirage.backtest.plan import Plan, Week
 
 POLICIES = ("reactive", "average", "frozen", "rolling", "adapted", "oracle")
+WEEKLY = (
+    ("rolling", ("reactive", "average", "frozen")),
+    ("adapted", ("reactive", "average", "rolling")),
+)
+"""Whose weekly wins over whom the report counts."""
 STATS = ("abs_gap", "interruption", "overlap", "uninterrupted", "on_time")
 
 
@@ -118,15 +123,11 @@ def summarise(weeks: Sequence[dict[str, Any]]) -> dict[str, Any]:
             p: _stats(np.concatenate([w["gaps"][p] for w in sel])) for p in POLICIES
         }
         rows = [r for r in out["weeks"] if r["role"] == role]
-        for other in ("reactive", "average", "frozen", "rolling"):
-            if other == "rolling":
-                wins = sum(r["adapted"]["abs_gap"] < r["rolling"]["abs_gap"] for r in rows)
-                ties = sum(r["adapted"]["abs_gap"] == r["rolling"]["abs_gap"] for r in rows)
-                tot["adapted_weeks_won_vs_rolling"] = [wins, ties, len(rows)]
-                continue
-            wins = sum(r["rolling"]["abs_gap"] < r[other]["abs_gap"] for r in rows)
-            ties = sum(r["rolling"]["abs_gap"] == r[other]["abs_gap"] for r in rows)
-            tot[f"rolling_weeks_won_vs_{other}"] = [wins, ties, len(rows)]
+        for mine, others in WEEKLY:
+            for other in others:
+                wins = sum(r[mine]["abs_gap"] < r[other]["abs_gap"] for r in rows)
+                ties = sum(r[mine]["abs_gap"] == r[other]["abs_gap"] for r in rows)
+                tot[f"{mine}_weeks_won_vs_{other}"] = [wins, ties, len(rows)]
         per_seed = [
             float(np.abs(np.concatenate([w["seeds"][s] for w in sel])).mean() / 3600)
             for s in sel[0]["seeds"]
@@ -166,11 +167,10 @@ def markdown(summary: dict[str, Any], plan: Plan) -> str:
             f"Rolling choice's single seeds: mean abs gap {np.mean(seeds):.2f} ± "
             f"{np.std(seeds):.2f} h ({', '.join(f'{x:.2f}' for x in seeds)}).",
         ]
-        for other in ("reactive", "average", "frozen"):
-            w, t, n = tot[f"rolling_weeks_won_vs_{other}"]
-            lines.append(f"Rolling beats {other} in {w} of {n} weeks ({t} ties).")
-        w, t, n = tot["adapted_weeks_won_vs_rolling"]
-        lines.append(f"Adapted beats rolling in {w} of {n} weeks ({t} ties).")
+        for mine, others in WEEKLY:
+            for other in others:
+                w, t, n = tot[f"{mine}_weeks_won_vs_{other}"]
+                lines.append(f"{mine.capitalize()} beats {other} in {w} of {n} weeks ({t} ties).")
         lines.append("")
     if "adaptation" in summary:
         a = summary["adaptation"]

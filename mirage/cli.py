@@ -13,6 +13,11 @@ COMMANDS = {
     "ensemble": ("mirage.ensemble", "one model from several seeds of an agent (mean scaled score)"),
     "support": ("mirage.support", "store a model's training support (it waits outside it)"),
     "study": ("mirage.study", "the whole study: data, 3 seeds per agent, validation, test tables"),
+    "backtest": (
+        "mirage.backtest.cli",
+        "rolling-origin evaluation: retrain weekly, test the next week",
+    ),
+    "retrain": ("mirage.retrain", "retrain from recent accounting; promote only if it wins"),
     "chain": ("mirage.chain.cli", "submit, list, inspect and cancel job chains on a live cluster"),
     "live-check": (
         "mirage.livecheck",

@@ -20,7 +20,7 @@ from sim.calibration import KNOBS, Calibration, CalibrationError, calibrate, sto
 from sim.config import ConfigError, SlurmConfig
 from sim.pools import Pools
 from sim.traces.model import TraceError
-from sim.traces.read import read_trace
+from sim.traces.read import FORMATS, read_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("trace", help="trace with recorded start times (SWF with waits, sacct, CSV)")
     p.add_argument("--slurm-conf", type=Path, help="slurm.conf whose scheduling settings to use")
-    p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
+    p.add_argument("--format", default="auto", choices=FORMATS)
     p.add_argument(
         "--min", type=int, dest="lo", help="smallest size to try (default: the recorded peak)"
     )

@@ -29,7 +29,7 @@ from sim.phases import PhaseTimer, gc_paused
 from sim.pools import Pools
 from sim.report import compare, plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import TraceError
-from sim.traces.read import read_trace
+from sim.traces.read import FORMATS, read_trace
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-user QOS limits: a file of sacctmgr Key=Value pairs, or the pairs themselves "
         "('MaxJobsPerUser=4 MaxTRESPerUser=node=8'); docs/simulator.md",
     )
-    p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
+    p.add_argument("--format", default="auto", choices=FORMATS)
     p.add_argument(
         "--strict", action="store_true", help="a malformed row is an error, not a warning"
     )

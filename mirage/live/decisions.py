@@ -64,6 +64,19 @@ def resolve_policy(spec: str) -> tuple[Policy, str]:
     return policy, getattr(policy, "name", spec)
 
 
+def model_stamp(spec: str) -> tuple[int, ...] | None:
+    """What identifies the model file behind ``spec`` on disk (inode, size, mtime), None
+    for a baseline or a missing file: a new file put in place by a rename changes it."""
+    path = default_model_path() if spec.strip() == "default" else Path(spec.strip())
+    if spec.strip() != "default" and not (spec.endswith(".zip") or "/" in spec):
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionResult:
     """One decision and what it was based on."""
@@ -119,29 +132,47 @@ class DecisionService:
         self.decision_interval = float(decision_interval)
         self.allowed = allowed
         self.journal = journal
-        self._policies: dict[str, tuple[Policy, str]] = {}
+        self._policies: dict[str, tuple[Policy, str, tuple[int, ...] | None]] = {}
         self._lock = threading.Lock()
 
     def policy(self, spec: str) -> tuple[Policy, str]:
-        """The policy for ``spec`` (loaded once); raises :class:`PolicyError`."""
+        """The policy for ``spec`` (loaded once, and again when its model file is replaced,
+        e.g. by ``mirage retrain``: a failed reload keeps the old one); raises
+        :class:`PolicyError`."""
         with self._lock:
-            if spec not in self._policies:
-                if self.allowed is not None and spec not in self.allowed:
-                    raise PolicyError(
-                        f"policy {spec!r} is not served here; "
-                        f"allowed: {', '.join(sorted(self.allowed))}"
-                    )
-                policy, name = resolve_policy(spec)
-                shape = getattr(policy, "obs_shape", None)
-                want = (self.history.window + 1, None)
-                if shape is not None and shape[0] != want[0]:
-                    raise PolicyError(
-                        f"policy {spec}: trained with a history window of {shape[0] - 1} "
-                        f"samples, this history keeps {self.history.window}; set "
-                        "history.window to match"
-                    )
-                self._policies[spec] = (policy, name)
-            return self._policies[spec]
+            stamp = model_stamp(spec)
+            cached = self._policies.get(spec)
+            if cached is not None and cached[2] == stamp:
+                return cached[0], cached[1]
+            if self.allowed is not None and spec not in self.allowed:
+                raise PolicyError(
+                    f"policy {spec!r} is not served here; "
+                    f"allowed: {', '.join(sorted(self.allowed))}"
+                )
+            try:
+                policy, name = self._load(spec)
+            except PolicyError as e:
+                if cached is None:
+                    raise
+                log.error("model %s changed but cannot be loaded, keeping the old one: %s", spec, e)
+                self._policies[spec] = (cached[0], cached[1], stamp)
+                return cached[0], cached[1]
+            if cached is not None:
+                log.info("model %s replaced on disk: loaded the new one", spec)
+            self._policies[spec] = (policy, name, stamp)
+            return policy, name
+
+    def _load(self, spec: str) -> tuple[Policy, str]:
+        policy, name = resolve_policy(spec)
+        shape = getattr(policy, "obs_shape", None)
+        want = (self.history.window + 1, None)
+        if shape is not None and shape[0] != want[0]:
+            raise PolicyError(
+                f"policy {spec}: trained with a history window of {shape[0] - 1} "
+                f"samples, this history keeps {self.history.window}; set "
+                "history.window to match"
+            )
+        return policy, name
 
     def sample(self, client: SlurmClient, partition: str | None = None) -> None:
         """Take one queue sample into the history (under the service's lock) and save it."""
@@ -178,6 +209,9 @@ class DecisionService:
                 raise PolicyError(str(e)) from None
             support = getattr(policy, "support", None)
             outside = support.explain(ctx.obs) if support is not None else []
+            action = ACTIONS[Decision(decision)]
+            if self.journal is not None:  # in order with the samples, under the same lock
+                self.journal.append(JournalEntry("decide", None, spec, chain, step, action))
         if outside:  # the model waits: this cluster is unlike its training data here
             inputs["outside_support"] = outside
         waits = ctx.recent_waits
@@ -185,7 +219,4 @@ class DecisionService:
         inputs["recent_waits_mean_s"] = round(float(waits.mean()), 1) if waits.shape[0] else 0.0
         inputs["queue"] = {k: feats[k] for k in SUMMARY_FEATURES if k in feats}
         inputs["history_samples"] = self.history.samples
-        result = DecisionResult(ACTIONS[Decision(decision)], name, now, inputs)
-        if self.journal is not None:
-            self.journal.append(JournalEntry("decide", None, spec, chain, step, result.action))
-        return result
+        return DecisionResult(action, name, now, inputs)

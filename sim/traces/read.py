@@ -11,12 +11,13 @@ from sim.traces import cache as trace_cache
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR
 from sim.traces.csvtrace import REQUIRED as CSV_REQUIRED
 from sim.traces.csvtrace import read_csv_trace
+from sim.traces.jobcomp import looks_like_jobcomp, read_jobcomp
 from sim.traces.model import Trace, TraceError
 from sim.traces.sacct import read_sacct
 from sim.traces.source import decode, load_raw
 from sim.traces.swf import looks_like_swf_row, read_swf
 
-FORMATS = ("auto", "swf", "sacct", "csv")
+FORMATS = ("auto", "swf", "sacct", "csv", "jobcomp")
 
 
 def read_trace(
@@ -32,12 +33,13 @@ def read_trace(
 ) -> Trace:
     """Read the trace at ``path`` (plain, gzip, bzip2 or xz) into a :class:`Trace`.
 
-    ``fmt``: ``"auto"`` (from the content), ``"swf"``, ``"sacct"`` or ``"csv"``.
+    ``fmt``: ``"auto"`` (from the content), ``"swf"``, ``"sacct"``, ``"csv"`` or
+    ``"jobcomp"`` (Slurm's jobcomp/filetxt log).
     ``strict``: the first malformed row raises :class:`TraceError` instead of a warning.
-    ``unit``: sacct: ``"nodes"`` (default), ``"procs"`` or ``"gpus"`` (from AllocTRES);
+    ``unit``: sacct, jobcomp: ``"nodes"`` (default), ``"procs"`` or ``"gpus"`` (from TRES);
     CSV: ``"nodes"``/``"gpus"`` when both columns exist; SWF: only the label.
     ``total_units``: the machine size, overriding the file's; larger jobs are skipped.
-    ``tz``: IANA zone of naive timestamps (sacct, CSV; default UTC).
+    ``tz``: IANA zone of naive timestamps (sacct, jobcomp, CSV; default UTC).
     ``limit_factor``: unknown limits become run time x this, rounded up to minutes.
     ``cache``: keep the parsed trace in a Parquet file beside the trace (or in the user
     cache folder when that folder is read-only) and use it while the file's content and
@@ -97,7 +99,8 @@ def _parse(
                 total_units=total_units,
                 limit_factor=limit_factor,
             )
-        reader = read_sacct if kind == "sacct" else read_csv_trace
+        readers = {"sacct": read_sacct, "jobcomp": read_jobcomp}
+        reader = readers.get(kind, read_csv_trace)
         return reader(
             text,
             name,
@@ -114,13 +117,16 @@ def _parse(
 
 
 def detect_format(text: str, path: str = "<trace>") -> str:
-    """``"swf"``, ``"sacct"`` or ``"csv"`` from the first lines; TraceError if none fits."""
+    """``"swf"``, ``"sacct"``, ``"csv"`` or ``"jobcomp"`` from the first lines; TraceError
+    if none fits."""
     lines = [ln for ln in text[:65536].splitlines()[:50] if ln.strip()]
     if not lines:
         raise TraceError(f"{path}: empty file, no jobs")
     first = lines[0].strip()
     if first.startswith(";"):
         return "swf"
+    if looks_like_jobcomp(first):
+        return "jobcomp"
     header = lines[1].strip() if first.isdigit() and len(lines) > 1 else first
     tokens = {t.strip().lower() for t in re.split(r"[\s|,]+", header) if t.strip()}
     if tokens & {"jobid", "jobidraw"}:
@@ -135,6 +141,7 @@ def detect_format(text: str, path: str = "<trace>") -> str:
     if looks_like_swf_row(first) or swf_rows * 2 > len(lines):
         return "swf"
     raise TraceError(
-        f"{path}: not a recognised trace (SWF, sacct export or CSV with a job_id header); "
+        f"{path}: not a recognised trace (SWF, sacct export, Slurm jobcomp log or CSV with a "
+        "job_id header); "
         f"line 1 starts {first[:60]!r}"
     )

@@ -21,7 +21,8 @@ if [[ ! -x .venv/bin/python ]]; then
     echo "setup: creating .venv"
     "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat pyproject.toml sim/_backfill.c mirage/_obsrow.c | sha1sum | cut -c1-12)
+# every compiled source (an edited .c or .h rebuilds the extensions)
+stamp=.venv/.installed-$(cat pyproject.toml $(git ls-files -- "*.c" "*.h" 2>/dev/null || find hpcbase sim mirage themis -name "*.[ch]" | sort) | sha1sum | cut -c1-12)
 if [[ ! -f $stamp ]]; then
     echo "setup: installing Python packages into .venv"
     # The CPU build of torch first, so that the range in pyproject.toml is already met

@@ -15,13 +15,13 @@ from hpcbase.config import ConfigError
 from sim.fidelity import fidelity
 from sim.profile import FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split, store
 from sim.traces.model import TraceError
-from sim.traces.read import read_trace
+from sim.traces.read import FORMATS, read_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hpcsim fit", description=__doc__)
     p.add_argument("trace", help="trace file with recorded start times (SWF, sacct or CSV)")
-    p.add_argument("--format", default="auto", choices=("auto", "swf", "sacct", "csv"))
+    p.add_argument("--format", default="auto", choices=FORMATS)
     p.add_argument(
         "--fraction",
         type=float,

@@ -147,7 +147,12 @@ def _submit_load(
         try:
             client.submit(
                 f"sleep {job.sleep_s:g}",
-                {"J": job.name, "n": job.cpus, "time": max(1, math.ceil(job.limit_s / 60))},
+                {
+                    "J": job.name,
+                    "n": job.cpus,
+                    "time": max(1, math.ceil(job.limit_s / 60)),
+                    "output": "/dev/null",
+                },
             )
         except SlurmError as e:
             print(f"load job {job.name}: {e}", file=sys.stderr)

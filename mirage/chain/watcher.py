@@ -78,13 +78,11 @@ def chain_lock(root: Path, chain_id: str) -> Iterator[None]:
 def settings_of(stored: dict[str, Any]) -> dict[str, Any]:
     """The stored settings over the defaults. On a time-compressed cluster (``time_scale``
     k), sample and decision intervals that were not given are the site's divided by k."""
-    k = float(stored.get("time_scale") or 1.0)
-    scaled = {
-        key: DEFAULT_SETTINGS[key] / k
-        for key in ("sample_interval", "decision_interval")
-        if stored.get(key) is None
-    }
-    return {**DEFAULT_SETTINGS, **scaled, **{k_: v for k_, v in stored.items() if v is not None}}
+    given = {key: value for key, value in stored.items() if value is not None}
+    k = float(given.get("time_scale") or 1.0)
+    intervals = ("sample_interval", "decision_interval")
+    scaled = {key: DEFAULT_SETTINGS[key] / k for key in intervals if key not in given}
+    return {**DEFAULT_SETTINGS, **scaled, **given}
 
 
 def client_for(settings: dict[str, Any]) -> SlurmClient:

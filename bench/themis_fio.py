@@ -81,7 +81,9 @@ THEMIS = [
     ("themis size-fair, Python data path", "size-fair", "lottery", "", 'datapath = "python"'),
     ("themis size-fair, writeback cache", "size-fair", "lottery", "", "writeback_cache = true"),
     ("themis size-fair, 128 KiB readahead", "size-fair", "lottery", "", "max_readahead_kb = 128"),
+    ("themis size-fair, 512 KiB readahead", "size-fair", "lottery", "", "max_readahead_kb = 512"),
     ("themis size-fair, reads copied", "size-fair", "lottery", "", "splice_reads = false"),
+    ("themis size-fair, writes copied", "size-fair", "lottery", "", "splice_writes = false"),
 ]
 
 

@@ -35,6 +35,7 @@ class MountConfig:
     max_readahead_kb: int = 1024  # kernel readahead per file: FUSE reads up to 1 MiB
     writeback_cache: bool = False  # the kernel merges small writes (compiled data path only)
     splice_reads: bool = True  # compiled data path: reads answered by splice (no copy)
+    splice_writes: bool = True  # compiled data path: write data spliced from /dev/fuse to the file
     cache_unchanged: bool = False  # keep cached pages of files unchanged since their last close
 
 

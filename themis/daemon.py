@@ -152,6 +152,7 @@ class Daemon:
                 max_background=m.max_background,
                 writeback_cache=m.writeback_cache,
                 splice_reads=m.splice_reads,
+                splice_writes=m.splice_writes,
             )
             self.datapath = CompiledDataPath(self.scheduler, device, m.data_threads, kernel)
             self.metrics.io_source = self.datapath.totals

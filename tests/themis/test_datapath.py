@@ -117,3 +117,38 @@ def test_cache_of_unchanged_files_is_reused_and_changes_are_seen(fuse_root: Path
         assert path.read_bytes() == b"b" * 8192
     finally:
         assert mount.stop() == 0
+
+
+def test_spliced_writes_give_the_same_bytes_as_copied_ones(fuse_root: Path) -> None:
+    """Write data taken from /dev/fuse by splice (the default) and by copy: the same files,
+    with chunks smaller than a request, unaligned offsets, and O_APPEND (no splice there)."""
+    data = os.urandom(3 * MiB + 777)
+    got = []
+    for splice in ("true", "false"):
+        cfg = _config(
+            fuse_root, f"[mount]\nsplice_writes = {splice}\n[scheduler]\nchunk_bytes = 262144\n"
+        )
+        mount = start_themis(fuse_root, config=cfg)
+        try:
+            for name in ("s", "a"):
+                (mount.backing / name).unlink(missing_ok=True)
+            fd = os.open(mount.mnt / "s", os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                assert os.pwrite(fd, data, 12345) == len(data)
+                assert os.pwrite(fd, data[:70000], 3) == 70000  # overwrite, spliced too
+            finally:
+                os.close(fd)
+            fd = os.open(mount.mnt / "a", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                for piece in (data[: MiB + 5], data[MiB + 5 :]):
+                    assert os.write(fd, piece) == len(piece)
+            finally:
+                os.close(fd)
+            got.append(((mount.backing / "s").read_bytes(), (mount.backing / "a").read_bytes()))
+            assert mount.sample("themis_io_bytes_total", op="write") >= 2 * len(data)
+        finally:
+            assert mount.stop() == 0
+    (spliced, appended), (copied, appended_copy) = got
+    assert spliced == copied
+    assert spliced[3:70003] == data[:70000] and spliced[12345 + 70000 - 3 :] == data[70000 - 3 :]
+    assert appended == appended_copy == data

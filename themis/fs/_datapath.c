@@ -190,8 +190,9 @@ static void reply(uint64_t unique, int err, const void *data, size_t n)
         fprintf(stderr, "themis datapath: reply failed: %s\n", strerror(errno));
 }
 
-static int opt_splice_reads;
+static int opt_splice_reads, opt_splice_writes;
 #define SPLICE_MIN (64 << 10)
+#define WRITE_HEAD (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 
 /* Empty a pipe left half-full by a failed splice. */
 static void drain(int p[2])
@@ -201,14 +202,52 @@ static void drain(int p[2])
         ;
 }
 
-/* A per-thread pipe of 2 MiB for spliced replies; -1 when splicing is off or impossible. */
-static int reply_pipe(int p[2])
+/* The size of the threads' pipes: 2 MiB where allowed (CAP_SYS_RESOURCE in the initial user
+ * namespace), else the system's pipe-max-size; 0 until probed, -1 when pipes cannot grow. */
+static _Atomic long pipe_bytes;
+
+static long pipe_size(int w)
 {
-    if (p[0] >= 0 || !opt_splice_reads)
+    if (fcntl(w, F_SETPIPE_SZ, 2 << 20) >= (2 << 20))
+        return 2 << 20;
+    long max = 0;
+    FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = 0;
+        fclose(f);
+    }
+    long got = max > 0 ? fcntl(w, F_SETPIPE_SZ, max) : -1;
+    return got >= (64 << 10) ? got : -1;
+}
+
+/* Bytes of data a request or reply spliced through a thread's pipe may carry: one slot for the
+ * header and one for an unaligned start (0 when pipes are unavailable). */
+static size_t splice_room(void)
+{
+    long b = atomic_load(&pipe_bytes);
+    if (b == 0) { /* probe once */
+        int p[2];
+        b = -1;
+        if (pipe2(p, O_CLOEXEC) == 0) {
+            b = pipe_size(p[1]);
+            close(p[0]);
+            close(p[1]);
+        }
+        atomic_store(&pipe_bytes, b);
+    }
+    return b > 0 ? (size_t)b - 2 * 4096 : 0;
+}
+
+/* This thread's pipe for spliced requests and replies (empty between requests); -1 when
+ * splicing is off or impossible. */
+static int thread_pipe(int p[2])
+{
+    if (p[0] >= 0 || !(opt_splice_reads || opt_splice_writes) || !splice_room())
         return p[0];
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
         return p[0] = -1;
-    if (fcntl(p[1], F_SETPIPE_SZ, 2 << 20) < (2 << 20)) {
+    if (pipe_size(p[1]) != atomic_load(&pipe_bytes)) {
         close(p[0]);
         close(p[1]);
         return p[0] = p[1] = -1;
@@ -254,13 +293,27 @@ static ssize_t splice_read(dfile *f, uint64_t unique, uint64_t offset, size_t si
     return sent;
 }
 
+/* The thread's buffer, at least n bytes; 0 or -1. */
+static int grow(char **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    char *grown = realloc(*buf, n);
+    if (!grown)
+        return -1;
+    *buf = grown;
+    *cap = n;
+    return 0;
+}
+
 static void do_read(dfile *f, uint64_t unique, const struct fuse_read_in *in, char **buf,
                     size_t *cap, int p[2])
 {
     size_t size = in->size;
-    /* measured: splice pays from large reads on (1 MiB +19 %); for 4 KiB its fstat and pipe
-     * round trips cost a third of the IOPS */
-    if (size >= SPLICE_MIN && size <= chunk_bytes && reply_pipe(p) >= 0) {
+    /* small reads stay copied: for 4 KiB the fstat and pipe round trips cost a third of the
+     * IOPS; a read larger than the pipe's room is copied too */
+    if (opt_splice_reads && size >= SPLICE_MIN && size <= chunk_bytes && size <= splice_room() &&
+        thread_pipe(p) >= 0) {
         ssize_t sent = splice_read(f, unique, in->offset, size, p);
         if (sent >= 0) {
             atomic_fetch_add_explicit(&f->js->rbytes, (uint64_t)sent, memory_order_relaxed);
@@ -268,14 +321,9 @@ static void do_read(dfile *f, uint64_t unique, const struct fuse_read_in *in, ch
             return;
         }
     }
-    if (size > *cap) {
-        char *grown = realloc(*buf, size);
-        if (!grown) {
-            reply(unique, ENOMEM, NULL, 0);
-            return;
-        }
-        *buf = grown;
-        *cap = size;
+    if (grow(buf, cap, size) < 0) {
+        reply(unique, ENOMEM, NULL, 0);
+        return;
     }
     size_t done = 0;
     int err = 0;
@@ -306,7 +354,60 @@ static void do_read(dfile *f, uint64_t unique, const struct fuse_read_in *in, ch
     reply(unique, 0, *buf, done);
 }
 
-static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, const char *data)
+/* Read exactly n bytes from the thread's pipe (they are already there); 0 or -1. */
+static int from_pipe(int p[2], char *to, size_t n)
+{
+    while (n) {
+        ssize_t r = read(p[0], to, n);
+        if (r <= 0)
+            return -1;
+        to += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Write one chunk of n bytes at off: from data, or (data NULL) from the thread's pipe, where
+ * the kernel left a spliced write's data (the page cache's pages referenced, not copied): by
+ * splice into the file (one copy, as a native write) while the file takes it, else (O_APPEND)
+ * through the thread's buffer. Returns the bytes written; *err is set on a failure. */
+static size_t write_chunk(int fd, uint64_t off, size_t n, const char *data, int p[2], char **buf,
+                          size_t *cap, int *err)
+{
+    size_t put = 0, base = 0;
+    const char *src = data;
+    if (!data) {
+        while (put < n) {
+            loff_t at = (loff_t)(off + put);
+            ssize_t w = splice(p[0], NULL, fd, &at, n - put, SPLICE_F_MOVE);
+            if (w <= 0)
+                break; /* EINVAL: O_APPEND; another error shows again in pwrite */
+            put += (size_t)w;
+        }
+        if (put == n)
+            return n;
+        if (grow(buf, cap, n - put) < 0 || from_pipe(p, *buf, n - put) < 0) {
+            *err = ENOMEM;
+            return put;
+        }
+        src = *buf;
+        base = put;
+    }
+    while (put < n) {
+        ssize_t w = pwrite(fd, src + put - base, n - put, (off_t)(off + put));
+        if (w <= 0) {
+            *err = w < 0 ? errno : EIO;
+            break;
+        }
+        put += (size_t)w;
+    }
+    return put;
+}
+
+/* A write, chunk by chunk at each chunk's turn: its data follows the headers, or (data NULL)
+ * is in the thread's pipe, which is empty afterwards. */
+static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, const char *data,
+                     int p[2], char **buf, size_t *cap)
 {
     size_t size = in->size, done = 0;
     int err = 0;
@@ -317,20 +418,14 @@ static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, 
             err = (int)-ticket;
             break;
         }
-        size_t put = 0;
-        while (put < n) {
-            ssize_t w =
-                pwrite(f->fd, data + done + put, n - put, (off_t)(in->offset + done + put));
-            if (w <= 0) {
-                err = w < 0 ? errno : EIO;
-                break;
-            }
-            put += (size_t)w;
-        }
+        size_t put = write_chunk(f->fd, in->offset + done, n, data ? data + done : NULL, p, buf,
+                                 cap, &err);
         occupy(put);
         api->release(core, ticket);
         done += put;
     }
+    if (!data && done < size)
+        drain(p);
     if (err && done == 0) {
         reply(unique, err, NULL, 0);
         return;
@@ -341,9 +436,10 @@ static void do_write(dfile *f, uint64_t unique, const struct fuse_write_in *in, 
     reply(unique, 0, &out, sizeof out);
 }
 
-/* Serve a data request (its argument follows the header); 0 when it is not one. */
-static int serve(const struct fuse_in_header *h, const char *arg, size_t len, char **buf,
-                 size_t *cap, int rp[2])
+/* Serve a data request (its argument follows the header); 0 when it is not one. A write's
+ * data may still be in the thread's pipe (`piped` bytes). */
+static int serve(const struct fuse_in_header *h, const char *arg, size_t len, size_t piped,
+                 char **buf, size_t *cap, int rp[2])
 {
     size_t need;
     switch (h->opcode) {
@@ -354,15 +450,16 @@ static int serve(const struct fuse_in_header *h, const char *arg, size_t len, ch
     case FUSE_FALLOCATE: need = sizeof(struct fuse_fallocate_in); break;
     default: return 0;
     }
-    if (len < need) {
-        reply(h->unique, EINVAL, NULL, 0);
-        return 1;
-    }
     uint64_t fh;
-    memcpy(&fh, arg, sizeof fh); /* each of these arguments starts with fh */
-    dfile *f = file_ref(fh);
+    dfile *f = NULL;
+    if (len >= need) {
+        memcpy(&fh, arg, sizeof fh); /* each of these arguments starts with fh */
+        f = file_ref(fh);
+    }
     if (!f) {
-        reply(h->unique, EBADF, NULL, 0);
+        if (piped)
+            drain(rp);
+        reply(h->unique, len < need ? EINVAL : EBADF, NULL, 0);
         return 1;
     }
     int err;
@@ -372,10 +469,14 @@ static int serve(const struct fuse_in_header *h, const char *arg, size_t len, ch
         break;
     case FUSE_WRITE: {
         const struct fuse_write_in *in = (const struct fuse_write_in *)arg;
-        if (len - need < in->size)
+        if (piped && piped == in->size)
+            do_write(f, h->unique, in, NULL, rp, buf, cap);
+        else if (piped || len - need < in->size) {
+            if (piped)
+                drain(rp);
             reply(h->unique, EINVAL, NULL, 0);
-        else
-            do_write(f, h->unique, in, arg + need);
+        } else
+            do_write(f, h->unique, in, arg + need, rp, buf, cap);
         break;
     }
     case FUSE_FLUSH: { /* close() semantics of the backing store */
@@ -417,6 +518,42 @@ static void connection_ended(void)
         fprintf(stderr, "themis datapath: cannot wake pyfuse3: %s\n", strerror(errno));
 }
 
+/* Read one request into req. With splice_writes, the kernel puts it into the thread's pipe
+ * first (a write's data pages referenced, not copied): a write of SPLICE_MIN bytes or more
+ * leaves its data there (*piped: how much) and only its headers come into req; anything else
+ * comes whole. Returns the request's length, or -1 with errno. */
+static ssize_t lost(int p[2])
+{
+    fprintf(stderr, "themis datapath: a request was lost reading it from the pipe\n");
+    drain(p);
+    errno = EAGAIN;
+    return -1;
+}
+
+static ssize_t receive(char *req, int p[2], size_t *piped)
+{
+    *piped = 0;
+    if (!opt_splice_writes || thread_pipe(p) < 0)
+        return read(fuse_dev, req, REQ_BUF);
+    ssize_t n = splice(fuse_dev, NULL, p[1], NULL, REQ_BUF, 0);
+    if (n < 0) {
+        if (errno == EINVAL) /* no splice from this device: read from now on */
+            opt_splice_writes = 0;
+        return -1;
+    }
+    size_t first = (size_t)n < WRITE_HEAD + SPLICE_MIN ? (size_t)n : WRITE_HEAD;
+    if (from_pipe(p, req, first) < 0)
+        return lost(p);
+    const struct fuse_in_header *h = (const struct fuse_in_header *)req;
+    if (first < (size_t)n) {
+        if (h->opcode == FUSE_WRITE)
+            *piped = (size_t)n - first;
+        else if (from_pipe(p, req + first, (size_t)n - first) < 0)
+            return lost(p);
+    }
+    return n;
+}
+
 static void *reader(void *unused)
 {
     (void)unused;
@@ -428,7 +565,8 @@ static void *reader(void *unused)
     size_t cap = 0;
     int rp[2] = {-1, -1}; /* this thread's reply pipe */
     while (req && !stopping) {
-        ssize_t n = read(fuse_dev, req, REQ_BUF);
+        size_t piped;
+        ssize_t n = receive(req, rp, &piped);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == ENOENT)
                 continue; /* ENOENT: the request was interrupted before we read it */
@@ -443,7 +581,8 @@ static void *reader(void *unused)
         const struct fuse_in_header *h = (const struct fuse_in_header *)req;
         if (h->opcode == FUSE_INTERRUPT)
             continue; /* neither side handles interrupts: the request completes normally */
-        if (!serve(h, req + sizeof *h, (size_t)n - sizeof *h, &buf, &cap, rp) &&
+        size_t len = (size_t)n - piped - sizeof *h;
+        if (!serve(h, req + sizeof *h, len, piped, &buf, &cap, rp) &&
             send(fwd, req, (size_t)n, MSG_NOSIGNAL) < 0)
             fprintf(stderr, "themis datapath: passing a request on: %s\n", strerror(errno));
     }
@@ -494,6 +633,18 @@ static void h_init(void *userdata, struct fuse_conn_info *conn)
         conn->max_background = opt_max_background;
     if (opt_writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
         conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    if (opt_splice_writes) { /* a whole write must fit a thread's pipe */
+        size_t room = splice_room(), fit = 1 << 20;
+        while (fit > room && fit > (64 << 10))
+            fit >>= 1;
+        if (fit > room)
+            opt_splice_writes = 0;
+        else if (conn->max_write > fit) {
+            fprintf(stderr, "themis datapath: pipes of %ld bytes here: writes of at most %zu "
+                    "bytes, spliced\n", atomic_load(&pipe_bytes), fit);
+            conn->max_write = (unsigned)fit;
+        }
+    }
     /* libfuse talks to a socket now: one read or writev per message, never splice */
     conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 }
@@ -544,11 +695,11 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *py_set_kernel_options(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"max_write",       "max_readahead", "max_background",
-                            "writeback_cache", "splice_reads",  NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIpp", names, &opt_max_write,
+    static char *names[] = {"max_write",    "max_readahead", "max_background", "writeback_cache",
+                            "splice_reads", "splice_writes", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIIppp", names, &opt_max_write,
                                      &opt_max_readahead, &opt_max_background, &opt_writeback,
-                                     &opt_splice_reads))
+                                     &opt_splice_reads, &opt_splice_writes))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -779,7 +930,7 @@ static PyMethodDef methods[] = {
      "configure(api, scheduler, chunk_bytes, bandwidth, shared_fd): the fair turn, the device"},
     {"set_kernel_options", (PyCFunction)(void (*)(void))py_set_kernel_options,
      METH_VARARGS | METH_KEYWORDS,
-     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache, splice_reads)"},
+     "set_kernel_options(max_write, max_readahead, max_background, writeback_cache, splice_reads, splice_writes)"},
     {"install", py_install, METH_VARARGS, "install(table, session): take /dev/fuse over before FUSE INIT"},
     {"start", py_start, METH_VARARGS, "start(threads): start the reader threads and the reply forwarder"},
     {"stop", py_stop, METH_NOARGS, "stop(): join the threads, close /dev/fuse (after the session loop)"},

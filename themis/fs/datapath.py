@@ -48,6 +48,7 @@ class KernelOptions:
     max_background: int = 64
     writeback_cache: bool = False
     splice_reads: bool = True  # reply to reads with the file's pages, not a copy (not an INIT flag)
+    splice_writes: bool = True  # take write data from /dev/fuse by splice: one copy fewer
 
 
 class CompiledDataPath:
@@ -67,7 +68,12 @@ class CompiledDataPath:
         _datapath.configure(core_api(), scheduler, scheduler.chunk_bytes, device.bandwidth, shared)
         k = kernel or KernelOptions()
         _datapath.set_kernel_options(
-            k.max_write, k.max_readahead, k.max_background, k.writeback_cache, k.splice_reads
+            k.max_write,
+            k.max_readahead,
+            k.max_background,
+            k.writeback_cache,
+            k.splice_reads,
+            k.splice_writes,
         )
         self._handles: dict[str, int] = {}  # job id -> the core's job handle
         self._jobs: dict[int, str] = {}  # and back

@@ -1,0 +1,63 @@
+"""The per-user QOS limits as the schedulers apply them (slurmctld's acct_policy.c): which
+limit holds a job back now, and the running jobs' nodes, CPUs and job counts per user. The
+limits themselves are ``sim.limits.QosLimits``."""
+
+from __future__ import annotations
+
+from sim.engine_state import EngineState
+from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES
+from sim.state import SimJob
+
+
+class AcctPolicy(EngineState):
+    """The QOS limit checks and per-user counts (a part of :class:`sim.engine.Simulator`)."""
+
+    unit: str
+    _node_cpus: int  # CPUs per node on a node-counted cluster, when the config says
+
+    def _use(self, user: int) -> list[int]:
+        """The user's [running jobs, nodes, CPUs, pending + running jobs] (QOS limits)."""
+        use = self.state.user_use.get(user)
+        if use is None:
+            use = self.state.user_use[user] = [0, 0, 0, 0]
+        return use
+
+    def _tres(self, job: SimJob) -> tuple[int, int]:
+        """The job's nodes and CPUs as QOS limits count them: on a CPU-counted cluster its
+        CPUs packed onto whole nodes; on a node-counted one its nodes times CPUs per node."""
+        if self.unit in ("cpus", "procs"):
+            per = self._cpus_per_node
+            return -(-job.units // per), job.units
+        return job.units, job.units * self._node_cpus
+
+    def _limit_reason(self, job: SimJob, extra: dict[int, list[int]] | None = None) -> str | None:
+        """The QOS limit that keeps ``job`` from starting now (``extra``: what jobs started
+        earlier in the same pass add per user), or None."""
+        lim = self.limits
+        if lim is None:
+            return None
+        use = self.state.user_use.get(job.user)
+        more = extra.get(job.user) if extra else None
+        jobs = (use[0] if use else 0) + (more[0] if more else 0)
+        if lim.max_jobs_per_user is not None and jobs + 1 > lim.max_jobs_per_user:
+            return REASON_JOBS
+        nodes, cpus = self._tres(job)
+        if lim.max_nodes_per_user is not None and not (
+            lim.larger_jobs_exempt and nodes > lim.max_nodes_per_user
+        ):
+            held = (use[1] if use else 0) + (more[1] if more else 0)
+            if held + nodes > lim.max_nodes_per_user:
+                return REASON_NODES
+        if lim.max_cpus_per_user is not None:
+            held = (use[2] if use else 0) + (more[2] if more else 0)
+            if held + cpus > lim.max_cpus_per_user:
+                return REASON_CPUS
+        return None
+
+    def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:
+        """Add (sign=1) or remove (-1) a running job to per-user counts ``extra``."""
+        nodes, cpus = self._tres(job)
+        use = extra.setdefault(job.user, [0, 0, 0, 0])
+        use[0] += sign
+        use[1] += sign * nodes
+        use[2] += sign * cpus

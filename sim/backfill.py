@@ -1,0 +1,194 @@
+"""The backfill scheduler (slurmctld's backfill.c, ``_attempt_backfill``): the pass over the
+first ``bf_max_job_test`` jobs, its map inputs, the plan under QOS limits and the walk on
+node pools with its per-segment map. The map and the plain pass are compiled
+(sim/_backfill.c; its Python model is tests/sim/backfill_model.py)."""
+
+from __future__ import annotations
+
+import math
+
+from sim import _backfill
+from sim.engine_state import EngineState
+from sim.mapparams import MapParams
+from sim.pools import Alloc, SegmentMap, spread
+
+# Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
+WILL_RUN_WINDOW = 30.0
+
+
+class Backfill(EngineState):
+    """The backfill pass (a part of :class:`sim.engine.Simulator`)."""
+
+    epoch: float
+    _whole: bool  # BackfillCycle.whole_seconds
+
+    def _map_params(self) -> MapParams:
+        """The backfill map's inputs (sim/mapparams.py). Slurm's map is kept per node, so on
+        a CPU-counted cluster a future reservation holds whole nodes (units per node > 1).
+        One record per simulator, its changing fields updated per pass (the hot path)."""
+        st, p = self.state, self._params
+        p.now = math.floor(st.now) if self._whole else st.now
+        p.free = st.free
+        p.ends = st.ends
+        p.horizon = p.now + self.cfg.bf_window
+        return p
+
+    def _map_end(self, start: float, limit: float) -> float:
+        """A running job's expected end in the backfill map: rounded up to ``bf_resolution``;
+        with ``BackfillCycle.whole_seconds``, its start's whole second plus its limit, less
+        half a second (a job that would end in the second a reservation begins delays it)."""
+        if self._whole:
+            return math.floor(start) + limit - 0.5
+        return _round_end(start + limit, self.cfg.bf_resolution)
+
+    def _backfill_pass(self) -> None:
+        """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
+        every job that fits now without delaying the reservation of any job before it, and
+        reserve the others. Start estimates free running jobs in Slurm's will-run groups
+        (sim/_backfill.c)."""
+        st = self.state
+        self._refresh_priorities()
+        if self._pools is not None:
+            self._backfill_pools()
+            return
+        order = st.order
+        if self._whole and not self._run_limits:
+            # one start at a time, so that each started job's end is in the map as Slurm's
+            # whole seconds put it (the compiled plan would add it unrounded)
+            while True:
+                idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
+                if not idx:
+                    return
+                self._start(order.pop(idx[0]), backfill=True)
+        if self._run_limits:
+            idx = self._plan_limited()
+        else:
+            idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
+        if idx:
+            started = [order[i] for i in idx]
+            for i in reversed(idx):
+                del order[i]
+            for job in started:
+                self._start(job, backfill=True)
+
+    def _plan_limited(self) -> list[int]:
+        """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
+        in the walk (counting the jobs the pass starts before them) are left out, with no
+        reservation. The plan is redone without the first job a limit holds until none is
+        held: the walk before that job is unchanged, so this is the walk in order."""
+        order = self.state.order
+        cand = [
+            i
+            for i, job in enumerate(order[: self.cfg.bf_max_job_test])
+            if self._limit_reason(job) is None
+        ]
+        while True:
+            jobs = [order[i] for i in cand]
+            idx = _backfill.plan(jobs, len(jobs), self._map_params())
+            extra: dict[int, list[int]] = {}
+            for k in idx:
+                if self._limit_reason(jobs[k], extra) is not None:
+                    del cand[k]
+                    break
+                self._count_start(jobs[k], extra)
+            else:
+                return [cand[k] for k in idx]
+
+    def _segment_map(
+        self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]
+    ) -> SegmentMap:
+        """The backfill map per node-pool segment from ``free`` units now and the running
+        jobs (and ``extra_ends``: the jobs this pass started)."""
+        st, cfg = self.state, self.cfg
+        res = cfg.bf_resolution
+        ends = [
+            (_round_end(j.start + j.limit, res), j.seq, j.alloc or []) for j in st.running.values()
+        ]
+        ends.extend(extra_ends)
+        ends.sort(key=lambda e: (e[0], e[1]))
+        return SegmentMap(
+            st.now,
+            free,
+            ends,
+            st.now + cfg.bf_window,
+            max(cfg.bf_resolution, 1.0),
+            WILL_RUN_WINDOW,
+            float(cfg.bf_window_linear),
+            self.epoch,
+        )
+
+    def _walk_pools(self, stop: int, start_now: bool) -> list[tuple[int, Alloc]] | float | None:
+        """The backfill walk on node pools over ``order[:stop]``: with ``start_now``, the
+        jobs it starts now (index, allocation); else ``squeue --start`` of ``order[stop]``
+        (reservations of every job before it, then its earliest start, or None)."""
+        st = self.state
+        order = st.order
+        now = st.now
+        res = self.cfg.bf_resolution
+        per_node = self._cpus_per_node
+        pools = self._pools
+        assert pools is not None
+        started: list[tuple[int, Alloc]] = []
+        held: list[tuple[float, float, Alloc]] = []
+        new_ends: list[tuple[float, int, Alloc]] = []
+        free = list(st.seg_free)
+        extra: dict[int, list[int]] = {}
+        last = stop - 1
+        if start_now:  # past the last job that fits now, nothing can start
+            last = -1
+            for i in range(stop):
+                job = order[i]
+                if sum(free[s] for s in job.pool) >= job.units:
+                    last = i
+            if last < 0:
+                return started
+        smap = self._segment_map(free, new_ends)
+        for i in range(last + 1 if start_now else stop + 1):
+            job = order[i]
+            if start_now and self._run_limits and self._limit_reason(job, extra) is not None:
+                continue
+            fit = smap.fit(job.pool, job.units, job.limit)
+            if not start_now and i == stop:
+                return None if fit is None else fit[0]
+            if fit is None:
+                continue
+            t, caps = fit
+            if t == now and start_now:
+                alloc = spread(job.pool, caps, job.units)
+                started.append((i, alloc))
+                new_ends.append((_round_end(now + job.limit, res), job.seq, alloc))
+                if self._run_limits:
+                    self._count_start(job, extra)
+                for s, u in alloc:
+                    free[s] -= u
+                smap = self._segment_map(free, new_ends)
+                for r in held:
+                    smap.reserve(*r)
+            else:
+                # a reservation holds whole nodes on a CPU-counted cluster (as the compiled
+                # core does, the rounding may take more than is free)
+                want = min(-(-job.units // per_node) * per_node, pools.part_size[job.part])
+                r = (t, job.limit, spread(job.pool, caps, want))
+                held.append(r)
+                smap.reserve(*r)
+        return started
+
+    def _backfill_pools(self) -> None:
+        """:meth:`_backfill_pass` on node pools (sim/pools.py)."""
+        order = self.state.order
+        stop = min(len(order), self.cfg.bf_max_job_test)
+        plan = self._walk_pools(stop, True)
+        assert isinstance(plan, list)
+        if plan:
+            jobs = [(order[i], alloc) for i, alloc in plan]
+            for i, _ in reversed(plan):
+                del order[i]
+            for job, alloc in jobs:
+                self._start(job, True, alloc)
+
+
+def _round_end(t: float, res: float) -> float:
+    """A running job's expected end in the backfill map: rounded up to ``bf_resolution``."""
+    if math.isinf(t) or res <= 1:
+        return t
+    return math.ceil(t / res) * res

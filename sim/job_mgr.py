@@ -1,0 +1,410 @@
+"""The job life cycle (slurmctld's job_mgr.c): a job is made from the trace or a submitted
+spec, arrives or is rejected, becomes eligible (``--begin``, dependencies), starts, takes
+and gives back its units, finishes, and leaves its :class:`Record` in the finished-job log."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcbase.config import ConfigError
+from hpcbase.jobs import JobSpec, JobState
+from sim.config import Partition
+from sim.dependency import Dependency
+from sim.engine_state import _END, _NAN, _TIMER, EngineState
+from sim.limits import REASON_SUBMIT
+from sim.pools import Alloc, take
+from sim.state import SimJob
+from sim.traces.model import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A read-only view of a job, as ``scontrol show job`` would give it."""
+
+    job_id: int
+    state: JobState
+    units: int
+    limit: float
+    runtime: float
+    user: int
+    name: str
+    submit: float
+    eligible: float
+    start: float
+    end: float
+    priority: int
+    backfill: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One finished job."""
+
+    job_id: int
+    trace_index: int
+    user: int
+    units: int
+    limit: float
+    submit: float
+    eligible: float
+    start: float
+    end: float
+    state: JobState
+    backfill: bool
+
+
+class JobManager(EngineState):
+    """The job life cycle (a part of :class:`sim.engine.Simulator`)."""
+
+    _arrays: _TraceArrays
+    _part_default: Partition
+    _log: list[Record]  # finished jobs, append-only (restore truncates)
+    _fin_pos: dict[int, int]  # job id -> index in _log
+    on_start: Callable[[int, float], None] | None  # (job id, now) as each job starts
+
+    def _spec_job(self, jid: int, spec: JobSpec, submit: float, deps: list[Dependency]) -> SimJob:
+        """The job of an injected ``spec`` (:meth:`submit`, :meth:`estimate_start_for`)."""
+        return self._new_job(
+            jid,
+            -1,
+            spec.units,
+            spec.limit,
+            spec.runtime,
+            spec.user,
+            spec.group,
+            spec.name,
+            submit,
+            spec.begin,
+            deps,
+            spec.partition,
+            spec.qos_factor,
+            spec.exit_code,
+        )
+
+    def _new_job(
+        self,
+        jid: int,
+        tidx: int,
+        units: int,
+        limit: float,
+        runtime: float,
+        user: int,
+        group: int,
+        name: str,
+        submit: float,
+        begin: float | None,
+        deps: list[Dependency],
+        partition: str,
+        qos: float,
+        exit_code: int,
+    ) -> SimJob:
+        try:
+            part = self.cfg.partition(partition) if partition else self._part_default
+        except ConfigError as e:
+            raise ConfigError(f"job {jid}: {e}") from None
+        pools = self._pools
+        if pools is not None and not part.name:
+            raise ConfigError(
+                f"job {jid} names no partition and {self.cfg.source or 'the config'} has no "
+                "Default=YES partition"
+            )
+        job = SimJob()
+        job.id = jid
+        job.seq = 0
+        job.tidx = tidx
+        job.units = int(units)
+        job.limit = float(limit)
+        job.runtime = float(runtime)
+        job.user = int(user)
+        job.group = int(group)
+        job.name = name
+        job.submit = submit
+        job.begin = begin
+        job.deps = deps
+        job.has_singleton = any(d.kind == "singleton" for d in deps)
+        job.part = part.name
+        if self._general:  # only then read (a snapshot of the plain case stays as small)
+            job.pool = pools.part_segs[part.name] if pools is not None else ()
+            job.alloc = None
+        job.tier = part.priority_tier
+        job.static = self.prio.static_part(job.units, part.priority_job_factor, qos)
+        job.exit_code = exit_code
+        job.state = JobState.PENDING
+        job.eligible = _NAN
+        job.accrue = _NAN
+        job.start = _NAN
+        job.end = _NAN
+        job.prio = 1
+        job.key = (0, 0, 0)
+        job.backfill = False
+        return job
+
+    def _trace_job(self, i: int) -> SimJob:
+        a = self._arrays
+        return self._new_job(
+            int(a.job_id[i]),
+            i,
+            int(a.units[i]),
+            float(a.limit[i]),
+            float(a.runtime[i]),
+            int(a.user[i]),
+            int(a.group[i]),
+            a.names[i] if a.names else "",
+            float(a.submit[i]),
+            None,
+            [],
+            a.partitions[i] if a.partitions else "",
+            0.0,
+            int(a.exit_code[i]),
+        )
+
+    def _arrive(self, job: SimJob) -> None:
+        st = self.state
+        if self._rejects:
+            why = self._reject_reason(job)
+            if why is not None:
+                self._reject(job, why)
+                return
+            if self.limits is not None:
+                self._use(job.user)[3] += 1
+        st.seq += 1
+        job.seq = st.seq
+        job.submit = st.now
+        st.pending[job.id] = job
+        if self.cfg.accrue_always:
+            job.accrue = st.now
+        st.deps.add(job, self._fin_pos)
+        self._check_eligible(job)
+
+    def _reject_reason(self, job: SimJob) -> str | None:
+        """Why Slurm 22.05 would refuse the job at submission, or None."""
+        pools = self._pools
+        if pools is not None and job.units > pools.part_size[job.part]:
+            return "Requested node configuration is not available"
+        if self.cfg.enforce_part_limits and job.limit > self._max_time.get(job.part, math.inf):
+            return "PartitionTimeLimit"
+        lim = self.limits
+        cap = lim.max_submit_jobs_per_user if lim is not None else None
+        if cap is not None and self._use(job.user)[3] >= cap:
+            return REASON_SUBMIT
+        return None
+
+    def _reject(self, job: SimJob, why: str) -> None:
+        """A job refused at submission: logged as CANCELLED, never started."""
+        st = self.state
+        st.rejected[job.id] = why
+        job.state = JobState.CANCELLED
+        self._log_job(job, st.now, _NAN, _NAN, st.now, JobState.CANCELLED, False)
+
+    def _log_job(
+        self,
+        job: SimJob,
+        submit: float,
+        eligible: float,
+        start: float,
+        end: float,
+        state: JobState,
+        backfill: bool,
+    ) -> None:
+        """Append a finished (or rejected) job's record to the log."""
+        self._fin_pos[job.id] = len(self._log)
+        self._log.append(
+            Record(
+                job.id,
+                job.tidx,
+                job.user,
+                job.units,
+                job.limit,
+                submit,
+                eligible,
+                start,
+                end,
+                state,
+                backfill,
+            )
+        )
+
+    def _check_eligible(self, job: SimJob) -> None:
+        """Make a pending job eligible when its begin time and dependencies allow. A job
+        over its partition's MaxTime never is (PartitionTimeLimit)."""
+        st = self.state
+        now = st.now
+        if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
+            return
+        if job.begin is not None and job.begin > now:
+            self._push(job.begin, _TIMER, job)
+            return
+        wake = -math.inf
+        for d in job.deps:
+            ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
+            if not ok:
+                if at is not None:
+                    wake = max(wake, at)
+                else:
+                    return
+        if wake > now:
+            self._push(wake, _TIMER, job)
+            return
+        if not math.isnan(job.eligible):
+            return
+        job.eligible = now
+        if math.isnan(job.accrue):
+            job.accrue = now
+        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
+        job.key = (-job.tier, -job.prio, job.seq)
+        insort(st.order, job, key=SimJob.sort_key)
+        h = st.min_units
+        heapq.heappush(h, (job.units, job.seq, job.id))
+        if job.units < st.minu:
+            st.minu = job.units
+        if len(h) > 2 * len(st.order) + 64:  # drop entries of jobs no longer waiting
+            st.min_units = [(j.units, j.seq, j.id) for j in st.order]
+            heapq.heapify(st.min_units)
+
+    def _finished_record(self, job_id: int) -> Record | None:
+        pos = self._fin_pos.get(job_id)
+        return None if pos is None else self._log[pos]
+
+    def _start(self, job: SimJob, backfill: bool, alloc: Alloc | None = None) -> None:
+        st = self.state
+        now = st.now
+        if self._general:
+            self._take(job, alloc)
+        job.state = JobState.RUNNING
+        job.start = now
+        job.backfill = backfill
+        st.free -= job.units
+        if st.free < 0:
+            raise AssertionError(f"over-allocation starting job {job.id}")
+        del st.pending[job.id]
+        st.minu = -1
+        st.running[job.id] = job
+        end = now + min(job.runtime, job.limit)
+        if self.cycle is not None:
+            end += self.cycle.end_latency
+        job.end = end
+        self._push(end, _END, job)
+        insort(st.ends, (self._map_end(now, job.limit), job.seq, job.units))
+        self.prio.fairshare.change(job.user, job.units, now)
+        if backfill:
+            st.n_backfilled += 1
+        if job.id in st.deps.waiters:
+            for w in st.deps.started(job.id):
+                if w.id in st.pending:
+                    self._check_eligible(w)
+        if self.on_start is not None:
+            self.on_start(job.id, now)
+
+    def _release(self, job: SimJob, state: JobState) -> None:
+        """A running job ended (completed, failed, timed out or cancelled)."""
+        st = self.state
+        st.free += job.units
+        if self._general:
+            self._give_back(job)
+        ends = st.ends
+        entry = (self._map_end(job.start, job.limit), job.seq, job.units)
+        del ends[bisect_left(ends, entry)]
+        self.prio.fairshare.change(job.user, -job.units, st.now)
+        self._finish(job, state, job.start, st.now)
+
+    def _finish(self, job: SimJob, state: JobState, start: float, end: float) -> None:
+        st = self.state
+        if self.limits is not None:
+            self._use(job.user)[3] -= 1
+        job.state = state
+        self._log_job(job, job.submit, job.eligible, start, end, state, job.backfill)
+        deps = st.deps
+        if job.id in deps.waiters:
+            for w in deps.finished_waiters(job.id):
+                if w.id in st.pending:
+                    self._check_eligible(w)
+        if job.name:
+            for w in deps.leave_group(job):
+                if w.id in st.pending and math.isnan(w.eligible) and w.has_singleton:
+                    self._check_eligible(w)
+
+    def _take(self, job: SimJob, alloc: Alloc | None) -> None:
+        """A job starts on node pools or under QOS limits: take its units and count it."""
+        st = self.state
+        if self._pools is not None:
+            if alloc is None:
+                alloc = take(st.seg_free, job.pool, job.units)
+                if alloc is None:
+                    raise AssertionError(f"over-allocation starting job {job.id}")
+            else:
+                for s, u in alloc:
+                    st.seg_free[s] -= u
+                    if st.seg_free[s] < 0:
+                        raise AssertionError(f"over-allocation starting job {job.id}")
+            job.alloc = alloc
+        if self._run_limits:
+            self._count_start(job, st.user_use)
+
+    def _give_back(self, job: SimJob) -> None:
+        st = self.state
+        if job.alloc is not None:
+            for s, u in job.alloc:
+                st.seg_free[s] += u
+            job.alloc = None
+        if self._run_limits:
+            self._count_start(job, st.user_use, -1)
+
+    def _remove_pending(self, job: SimJob) -> None:
+        st = self.state
+        del st.pending[job.id]
+        st.minu = -1
+        if not math.isnan(job.eligible):
+            st.order.remove(job)
+
+    def _known(self, jid: int) -> bool:
+        st = self.state
+        return jid in st.pending or jid in st.running or jid in self._fin_pos
+
+    def _view(self, job: SimJob, state: JobState) -> JobView:
+        return JobView(
+            job.id,
+            state,
+            job.units,
+            job.limit,
+            job.runtime,
+            job.user,
+            job.name,
+            job.submit,
+            job.eligible,
+            job.start,
+            job.end,
+            job.prio,
+            job.backfill,
+        )
+
+
+class _TraceArrays:
+    """The trace as plain arrays the event loop indexes (shared, never copied)."""
+
+    def __init__(self, trace: Trace | None, total_units: int, partitioned: bool) -> None:
+        if trace is None or len(trace) == 0:
+            self.n = 0
+            self.max_id = 0
+            self.submit = np.empty(0)
+            self.names: list[str] = []
+            self.partitions: list[str] = []
+            return
+        self.n = len(trace)
+        self.job_id = trace.job_id
+        self.submit = trace.submit.astype(np.float64)
+        self.units = np.clip(trace.units, 1, total_units)
+        self.limit = trace.limit
+        self.runtime = trace.runtime
+        self.user = trace.user
+        self.group = trace.group
+        self.exit_code = trace.exit_code
+        self.names = trace.names
+        # trace partitions matter only where the config defines partitions
+        self.partitions = trace.partitions if partitioned else []
+        self.max_id = int(trace.job_id.max())

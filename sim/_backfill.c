@@ -2,12 +2,12 @@
  * backfill pass over it, the priority refresh (fair-share and sort) at each
  * PriorityCalcPeriod tick, and the arrays of a queue snapshot.
  *
- * Jobs are sim.engine._Job objects (a __slots__ class). register() looks up the slot
+ * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
  * function checks that each job it is given is exactly that class.
  *
- * The rules are documented in sim/engine.py (Simulator._backfill_pass, estimate_start,
- * _refresh_priorities); tests/sim/test_backfill_core.py checks this module against a plain
+ * The rules are documented in sim/backfill.py (_backfill_pass), sim/estimates.py
+ * (estimate_start) and sim/job_scheduler.py (_refresh_priorities); tests/sim/test_backfill_core.py checks this module against a plain
  * Python model of the same map on random inputs.
  */
 #define PY_SSIZE_T_CLEAN

@@ -144,7 +144,7 @@ class Daemon:
         m = cfg.mount
         self.datapath: CompiledDataPath | None = None
         if m.datapath == "compiled" and not isinstance(self.scheduler, Scheduler):
-            # cluster mode's rate caps run in the Python reference scheduler, which C cannot call
+            # a custom Python dispatcher runs in the reference scheduler, which C cannot call
             log.warning("%s: compiled data path off: reads and writes run in Python", cfg.source)
         elif m.datapath == "compiled":
             kernel = KernelOptions(

@@ -316,7 +316,7 @@ def test_daemon_joins_a_private_redis_with_its_password_file(
         root.mkdir()
         config = root / "themis.toml"
         config.write_text(f'[cluster]\nurl = "{url}"\nnode = "{name}"\n{extra}')
-        mount = start_themis(root, config=config)
+        mount = start_themis(root, "--log-level", "info", config=config)
         try:
             (mount.mnt / "f").write_bytes(b"x" * 4096)  # I/O is served either way
             deadline = time.monotonic() + 10
@@ -325,6 +325,7 @@ def test_daemon_joins_a_private_redis_with_its_password_file(
             logs = mount.logs()
         finally:
             mount.stop()
+        assert "compiled data path: " in logs and "compiled data path off" not in logs, logs
         if name == "with":
             assert "joined through" in logs, logs
             assert redis_proc.cli("exists", "themis:node:with") in ("0", "1")  # it published

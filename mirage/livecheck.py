@@ -395,6 +395,11 @@ def report(
     print(
         f"\naudit: {checked.decisions} live decisions replayed offline, "
         f"{len(checked.mismatches)} differ"
+        + (
+            f"; {checked.replaced} made by a model file replaced since, not replayed"
+            if checked.replaced
+            else ""
+        )
     )
     parts = []
     base = statistics.mean(interruption["reactive"]) if interruption.get("reactive") else math.nan

@@ -11,6 +11,13 @@ chain watchers load it at their next decision; chains keep their state) only if 
 ``|gap|`` there is lower, or, without a current model, lower than ``reactive``'s. Every run
 keeps its labels, models and ``report.json``/``report.md`` under ``--store/runs/STAMP``,
 and every promoted model stays in ``--store/models``.
+
+The log is replayed in the site profile ``hpcsim fit`` stored for it, if any
+(:mod:`mirage.envs.twin`); the report names the simulator and the replay's fidelity against
+the recorded schedule. ``--time-scale K`` reads accounting of a cluster that replays a site's
+load K times faster (``mirage live-check``, the local test cluster): its times are multiplied
+by K, so the model is trained, compared and used at the site's scale, as chains submitted
+with ``mirage chain submit --time-scale K`` see it.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from mirage.agents import LEARNED
 from mirage.backtest import labels as lb
 from mirage.backtest.origin import origin_path, run_origin
 from mirage.backtest.plan import Plan, chain_shapes, holdout_weeks
+from mirage.envs.twin import add_profile_arg, site_twin, why_no_profile, world_report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +55,27 @@ def _parser() -> argparse.ArgumentParser:
         help="the deployed MODEL.zip (replaced atomically when the candidate wins)",
     )
     p.add_argument("--store", required=True, help="folder keeping every run and model")
-    p.add_argument("--total-units", type=int, default=None)
+    p.add_argument(
+        "--total-units",
+        type=int,
+        default=None,
+        help="cluster size (default: the site profile's, else the calibration's, else the log's)",
+    )
+    p.add_argument(
+        "--unit",
+        choices=("nodes", "procs", "gpus"),
+        default=None,
+        help="what a job's size counts in a sacct export or jobcomp log (default nodes)",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="K",
+        help="the accounting's cluster replays a site's load K times faster: its times are "
+        "multiplied by K (as chains submitted with --time-scale K see them)",
+    )
+    add_profile_arg(p)
     p.add_argument("--agents", default="gap-regressor", help="comma list (default gap-regressor)")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--epochs", type=int, default=5, help="(fitted-Q iterations for the DQNs)")
@@ -98,8 +126,13 @@ def compare(run: Path, plan: Plan, current: Path | None) -> dict[str, Any]:
         except Exception as exc:  # a model the offline rule cannot run (RL horizon, shape)
             out["current_error"] = f"{type(exc).__name__}: {exc}"
     bar = out["current_abs_gap"]
+    against = "the current model" if bar is not None else "reactive (no current model)"
     bar = out["reactive_abs_gap"] if bar is None else bar
     out["promote"] = out["candidate_abs_gap"] < bar
+    out["reason"] = (
+        f"candidate {out['candidate_abs_gap']:.2f} h "
+        f"{'<' if out['promote'] else 'is not below'} {against} {bar:.2f} h"
+    )
     return out
 
 
@@ -116,6 +149,7 @@ def promote(candidate: Path, model: Path, store: Path, stamp: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from mirage.envs.world import ChainWorld, estimate_total_units, max_limit_of
+    from sim.compress import stretch
     from sim.traces.model import TraceError
     from sim.traces.read import read_trace
 
@@ -123,14 +157,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents = tuple(a for a in args.agents.split(",") if a)
     if not agents or any(a not in LEARNED for a in agents):
         raise SystemExit(f"mirage retrain: --agents: choose from {', '.join(LEARNED)}")
+    if not args.time_scale > 0:
+        raise SystemExit(f"mirage retrain: --time-scale: must be > 0, got {args.time_scale}")
     try:
-        trace = read_trace(args.accounting)
+        trace = stretch(read_trace(args.accounting, unit=args.unit), args.time_scale)
         seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip())
     except (TraceError, OSError) as exc:
         raise SystemExit(f"mirage retrain: cannot read accounting: {exc}") from None
     except ValueError:
         raise SystemExit(f"mirage retrain: --seeds: expected integers: {args.seeds!r}") from None
-    total_units = args.total_units or estimate_total_units(trace)
+    twin = site_twin(trace, why_no_profile(args))
+    total_units = args.total_units or twin.units(estimate_total_units(trace))
     max_limit = max_limit_of(trace)
     try:
         shapes = chain_shapes(
@@ -158,15 +195,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_limit=max_limit,
             until=weeks[-1].end,
             progress=not args.no_progress,
+            make_simulator=twin.make_simulator,
         )
     except ValueError as exc:
         raise SystemExit(f"mirage retrain: {args.accounting}: {exc}") from None
+    simulator = world_report(trace, total_units, twin)
+    _log(simulator["line"])
     lb.label_weeks(world, plan, run, args.jobs, progress=not args.no_progress)
     plan_json = json.loads((run / "plan.json").read_text())
     run_origin((str(run), plan_json, len(weeks) - 1, trace.start_epoch))
     model = Path(args.model)
     report = compare(run, plan, model if model.is_file() else None)
     report["promoted"] = bool(report["promote"] and not args.dry_run)
+    report["simulator"] = simulator
     if report["promoted"]:
         report["kept_as"] = str(promote(run / report["candidate"], model, store, stamp))
     atomic_write(run / "report.json", json.dumps(report, indent=1))
@@ -177,17 +218,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _markdown(r: dict[str, Any]) -> str:
     cur = "-" if r["current_abs_gap"] is None else f"{r['current_abs_gap']:.2f}"
-    verdict = (
-        "promoted"
-        if r["promoted"]
-        else ("kept the current model" if not r["promote"] else "dry run: not promoted")
-    )
+    if r["promoted"]:
+        verdict = "promoted"
+    elif r["promote"]:
+        verdict = "dry run: not promoted"
+    else:
+        verdict = "kept the current model" if r["current"] else "not promoted, no model deployed"
+    verdict += f" ({r['reason']})" if "reason" in r else ""
     return (
         f"# mirage retrain\n\nHeld-out week {r['holdout'][0]} ({r['holdout'][1]} chains), "
         f"mean abs gap (h): candidate {r['candidate_abs_gap']:.2f} ({r['candidate']}), "
         f"current {cur}, reactive {r['reactive_abs_gap']:.2f}. Trained on "
         f"{r['train_chains']} chains, chosen on {r['validation_chains']}. Verdict: {verdict}.\n"
         + (f"\nCurrent model not evaluated: {r['current_error']}\n" if "current_error" in r else "")
+        + (f"\n{r['simulator']['line']}\n" if "simulator" in r else "")
     )
 
 

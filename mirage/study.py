@@ -33,9 +33,10 @@ import numpy as np
 from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
 from mirage.envs.options import add_world_args, build_world, queue_feature_list, unit_sizes
-from mirage.envs.world import ChainSpec, ChainWorld, default_simulator
+from mirage.envs.twin import Twin, fidelity_line, replay_fidelity
+from mirage.envs.world import ChainSpec, ChainWorld
 from mirage.observation import DECISION_INTERVAL
-from sim.fidelity import fidelity
+from sim.fidelity import Fidelity
 
 BASELINES = ("reactive", "average", "dependency", "start-estimate", "quantile", "oracle")
 DEFAULT_AGENT = "moe-dqn"
@@ -50,21 +51,17 @@ def _log(msg: str) -> None:
     print(f"[study {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def world_fidelity(world: ChainWorld) -> str:
+STUDY_SIMULATOR = Twin(None, "mirage study replays in the project's default simulator")
+
+
+def world_fidelity(world: ChainWorld, fid: Fidelity | None | bool = True) -> str:
     """The study's simulated world against the trace's recorded schedule, job by job
-    (``sim.fidelity``, the table ``hpcsim replay`` prints), as markdown; "" without
-    recorded starts."""
-    trace = world.trace
-    rec = trace.recorded_start - trace.submit
-    if not np.isfinite(rec).any():
+    (``sim.fidelity``, the table ``hpcsim replay`` prints; ``fid`` when already computed),
+    as markdown; "" without recorded starts."""
+    if fid is True:
+        fid = replay_fidelity(world.trace, world.total_units, STUDY_SIMULATOR)
+    if not isinstance(fid, Fidelity):
         return ""
-    sim = default_simulator(trace, world.total_units, 0)
-    sim.run()
-    wait = np.full(len(trace), np.nan)
-    for r in sim.records:
-        if r.trace_index >= 0:
-            wait[r.trace_index] = r.start - r.submit
-    rows = fidelity(wait, rec).rows()
     lines = [
         f"Fidelity of the simulated world ({world.total_units} units) against the recorded "
         "schedule:",
@@ -72,7 +69,7 @@ def world_fidelity(world: ChainWorld) -> str:
         "| metric | simulated | recorded |",
         "|---|---:|---:|",
     ]
-    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in fid.rows()]
     return "\n".join(lines) + "\n"
 
 
@@ -548,9 +545,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [int(s) for s in args.chain_sizes.split(",")]
     world = build_world(args, True, unit_sizes(args.total_units)[0])
-    world_fid = world_fidelity(world)
-    if world_fid:
-        _log(world_fid)
+    fid = replay_fidelity(world.trace, world.total_units, STUDY_SIMULATOR)
+    world_fid = world_fidelity(world, fid)
+    sim_line = fidelity_line(STUDY_SIMULATOR.describe(world.total_units, world.trace.unit), fid)
+    _log(world_fid or sim_line)
     have_data = all((out / "data" / f"{s}.parquet").exists() for s in ("train", "validation"))
     worlds = [world] + [
         build_world(args, True, u)
@@ -626,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         world_fid,
         seed_markdown(validation, "Validation (where models and thresholds were chosen)"),
+        sim_line + "\n",
         gate,
     ]
     tables: dict[str, Any] = {"validation": validation}
@@ -646,7 +645,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = seed_table(summary, labels)
         tables[f"{units}node" if split == "test" else f"{split}-{units}node"] = rows
         title = f"{split.capitalize()} split at {world.total_units} units, {units}-node chains"
-        report.append(seed_markdown(rows, title))
+        report += [seed_markdown(rows, title), sim_line + "\n"]
         plot_bars(out / f"{prefix}-{units}node.png", rows, title)
     atomic_write(out / "tables.json", json.dumps(tables, indent=1).encode())
     report.append(f"Study time: {time.time() - began:.0f} s with --jobs {args.jobs}.")

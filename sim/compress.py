@@ -65,3 +65,23 @@ def compress(
         source=f"{part.source} [{t0:.0f}, {t0 + span:.0f}) s / {k:g}",
         digest="",
     )
+
+
+def stretch(trace: Trace, k: float) -> Trace:
+    """A trace recorded on a cluster that replays a site's load ``k`` times faster (a
+    time-compressed replay such as ``mirage live-check``'s, or the local test cluster), on
+    the site's clock: every time and duration multiplied by ``k``, the inverse of
+    :func:`compress`'s division. The start epoch stays the recording's."""
+    if k <= 0 or not math.isfinite(k):
+        raise ValueError(f"the time scale must be positive, got {k}")
+    if k == 1.0:
+        return trace
+    return replace(
+        trace,
+        submit=trace.submit * k,
+        runtime=trace.runtime * k,
+        limit=trace.limit * k,
+        recorded_start=trace.recorded_start * k,
+        source=f"{trace.source} x {k:g}",
+        digest="",
+    )

@@ -139,6 +139,27 @@ class SiteProfile:
             waiting_window=window,
         )
 
+    def simulator(
+        self,
+        trace: Trace,
+        *,
+        run: Trace | None = None,
+        total_units: int | None = None,
+        seed: int = 0,
+    ) -> Any:
+        """A :class:`~sim.engine.Simulator` of ``run`` (default ``trace``, whose recorded
+        schedule gives the availability timeline) in this profile's world."""
+        from sim.engine import Simulator
+
+        return Simulator(
+            trace if run is None else run,
+            self.config(),
+            total_units=total_units or self.units,
+            seed=seed,
+            limits=self.qos(),
+            availability=self.availability(trace),
+        )
+
     def describe(self) -> str:
         win = "none" if self.window_s is None else f"{self.window_s / 3600:g} h window"
         if self.window_s is not None and self.clamp is not None:
@@ -271,23 +292,20 @@ def replay_waits(
     ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded)."""
     from dataclasses import replace
 
-    from sim.engine import Simulator
-
     run = trace
     if jitter:
         rng = np.random.default_rng(seed)
         scale = np.clip(1 + jitter * rng.standard_normal(len(trace)), 0.5, 1.5)
         run = replace(trace, runtime=np.round(trace.runtime * scale))
-    sim = Simulator(
-        run,
-        profile.config(),
-        total_units=profile.units,
-        limits=profile.qos(),
-        availability=profile.availability(trace),
-    )
+    return simulated_waits(profile.simulator(trace, run=run), len(trace))
+
+
+def simulated_waits(sim: Any, jobs: int) -> np.ndarray:
+    """Run ``sim`` (a simulator of a trace of ``jobs`` jobs) to its end; each trace job's
+    wait (s), NaN for one that never started."""
     with gc_paused():
         sim.run()
-    wait = np.full(len(trace), np.nan)
+    wait = np.full(jobs, np.nan)
     for r in sim.records:
         if r.trace_index >= 0 and r.start == r.start:
             wait[r.trace_index] = r.start - r.submit

@@ -6,6 +6,9 @@ origin trains the agents on what is known by then, chooses on held-out days befo
 predicts the following week. Every week's labels and every origin's outcome are written
 atomically as they finish, so a stopped run resumes where it stopped. Ends with
 ``backtest.md`` (tables), ``backtest.json`` and ``backtest.png`` (mean ``|gap|`` per week).
+The log is replayed in its stored site profile (``hpcsim fit``) if it has one and neither
+``--no-profile`` nor ``--total-units`` is given; ``fidelity.json`` and a line beside every
+table say which simulator it was and how closely its replay follows the recorded schedule.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from mirage.backtest.plan import (
     is_ls6,
     make_weeks,
 )
+from mirage.envs.twin import add_profile_arg, site_twin, why_no_profile, world_report
 from mirage.eval import array as slurm_array
 
 
@@ -42,8 +46,10 @@ def _parser() -> argparse.ArgumentParser:
         "--total-units",
         type=int,
         default=None,
-        help="cluster size (default: the trace's stored calibration, else its own size)",
+        help="cluster size (default: the site profile's, else the trace's stored calibration, "
+        "else its own size, at least its recorded peak use)",
     )
+    add_profile_arg(p)
     p.add_argument(
         "--agents",
         default="gap-regressor",
@@ -188,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace = read_trace(args.trace, cache=True)
     except (TraceError, OSError) as exc:
         raise SystemExit(f"mirage backtest: cannot read trace: {exc}") from None
-    total_units = args.total_units or estimate_total_units(trace)
+    twin = site_twin(trace, why_no_profile(args))
+    total_units = args.total_units or twin.units(estimate_total_units(trace))
     max_limit = max_limit_of(trace)
     try:
         plan = declare(args, trace, total_units, max_limit)
@@ -221,10 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_limit=max_limit,
             until=plan.weeks[-1].end,
             progress=not args.no_progress,
+            make_simulator=twin.make_simulator,
         )
     except ValueError as exc:
         raise SystemExit(f"mirage backtest: {args.trace}: {exc}") from None
     timing["replay_s"] = round(time.time() - began, 1)
+    began = time.time()
+    simulator = world_report(trace, total_units, twin)
+    atomic_write(out / report.SIMULATOR_FILE, json.dumps(simulator, indent=1))
+    _log(simulator["line"])
+    timing["fidelity_s"] = round(time.time() - began, 1)
     began = time.time()
     lb.label_weeks(world, plan, out, args.jobs, progress=not args.no_progress)
     timing["labels_s"] = round(time.time() - began, 1)

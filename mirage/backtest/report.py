@@ -24,6 +24,9 @@ WEEKLY = (
 )
 """Whose weekly wins over whom the report counts."""
 STATS = ("abs_gap", "interruption", "overlap", "uninterrupted", "on_time")
+SIMULATOR_FILE = "fidelity.json"
+"""The simulator the log was replayed in and the replay's fidelity (:mod:`mirage.envs.twin`),
+written by the command before the report; its line is printed beside every table."""
 
 
 def collect(out: Path, plan: Plan) -> list[dict[str, Any]]:
@@ -138,7 +141,10 @@ def summarise(weeks: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(summary: dict[str, Any], plan: Plan) -> str:
-    """The tables: totals per role (every statistic), then mean ``|gap|`` per week."""
+    """The tables: totals per role (every statistic), then mean ``|gap|`` per week; beside
+    each, the simulator and its replay's fidelity (``summary["simulator"]``) when known."""
+    sim_line = summary.get("simulator", {}).get("line", "")
+    beside = [sim_line, ""] if sim_line else []
     lines = [f"# Backtest of {Path(plan.trace).name}", ""]
     if plan.note:
         lines += [f"**{plan.note}**", ""]
@@ -164,6 +170,7 @@ def markdown(summary: dict[str, Any], plan: Plan) -> str:
         seeds = tot["rolling_seeds_abs_gap"]
         lines += [
             "",
+            *beside,
             f"Rolling choice's single seeds: mean abs gap {np.mean(seeds):.2f} ± "
             f"{np.std(seeds):.2f} h ({', '.join(f'{x:.2f}' for x in seeds)}).",
         ]
@@ -192,6 +199,8 @@ def markdown(summary: dict[str, Any], plan: Plan) -> str:
         lines.append(
             f"| {r['week']} | {r['role']} | {r['reactive']['chains']} | {vals} | {r['chosen']} |"
         )
+    if sim_line:
+        lines += ["", sim_line]
     return "\n".join(lines) + "\n"
 
 
@@ -231,6 +240,8 @@ def plot(path: Path, summary: dict[str, Any], plan: Plan) -> None:
 def write(out: Path, plan: Plan) -> dict[str, Any]:
     """``backtest.md``, ``backtest.json`` and ``backtest.png`` in ``out``; the summary."""
     summary = summarise(collect(out, plan))
+    if (out / SIMULATOR_FILE).exists():
+        summary["simulator"] = json.loads((out / SIMULATOR_FILE).read_text())
     atomic_write(out / "backtest.json", json.dumps(summary, indent=1))
     atomic_write(out / "backtest.md", markdown(summary, plan))
     if summary["weeks"]:

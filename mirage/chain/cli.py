@@ -303,12 +303,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"  {s.idx:>3} {s.job_id or '-':>8} {s.how:9} {s.slurm_state or s.status:10} "
             f"{_fmt_time(s.start)} {_fmt_time(s.end_time)} {gap}"
         )
+    last = decisions[-1] if decisions else None
     print(
         f"  {len(decisions)} decisions; last: "
         + (
-            f"{decisions[-1]['action']} by {decisions[-1]['policy']} for segment "
-            f"{decisions[-1]['segment']} at {_fmt_time(decisions[-1]['time'])}"
-            if decisions
+            f"{last['action']} by {last['policy']}"
+            + (f" [{last['inputs']['model']}]" if last["inputs"].get("model") else "")
+            + f" for segment {last['segment']} at {_fmt_time(last['time'])}"
+            if last
             else "-"
         )
     )

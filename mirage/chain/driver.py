@@ -323,12 +323,13 @@ class ChainDriver:
         )
         if self.metrics:
             self.metrics.count_decision(result.policy, result.action, bool(result.outside_support))
+        model = result.inputs.get("model")
         log.info(
             "chain %s segment %d: %s by %s (remaining %.0f s)%s",
             chain.id,
             pred.idx + 1,
             result.action,
-            result.policy,
+            f"{result.policy} [{model}]" if model else result.policy,
             state.pred_remaining,
             "; outside the model's training range: " + ", ".join(result.outside_support)
             if result.outside_support

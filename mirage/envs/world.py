@@ -89,22 +89,22 @@ def _date_to_rel(date: str, start_epoch: float) -> float:
 
 def estimate_total_units(trace: Trace) -> int:
     """The cluster size to simulate: the trace's stored calibration (``hpcsim calibrate``;
-    74 nodes for the LS6 log), else the trace's own size, else the peak concurrent use of its
-    recorded schedule."""
+    74 nodes for the LS6 log), else the trace's own size, never less than the peak
+    concurrent use of its recorded schedule (a sacct export or jobcomp log has no header: its
+    reader takes the largest job as the size, smaller than the cluster that ran the log, as
+    ``hpcsim replay`` knows)."""
     units = stored_units(trace)
     if units:
         return int(units)
-    if trace.total_units:
-        return int(trace.total_units)
+    own = int(trace.total_units or trace.units.max())
     start = trace.recorded_start
     ok = ~np.isnan(start)
     if ok.sum() > 0:
         t = np.concatenate([start[ok], start[ok] + trace.runtime[ok]])
         d = np.concatenate([trace.units[ok], -trace.units[ok]])
         order = np.lexsort((d, t))
-        peak = int(np.cumsum(d[order]).max())
-        return max(peak, int(trace.units.max()))
-    return int(trace.units.max())
+        return max(own, int(np.cumsum(d[order]).max()))
+    return own
 
 
 def max_limit_of(trace: Trace) -> float:

@@ -1,7 +1,10 @@
 """Replay a decision service's journal offline: the same queue samples pushed through a fresh
 :class:`~mirage.observation.ObservationBuilder` (as the simulator's environment feeds it) and
 the same policy, decision by decision. Equal actions show that the live path (``squeue`` ->
-snapshot -> builder -> model) fed the model what the simulator's path would have."""
+snapshot -> builder -> model) fed the model what the simulator's path would have. A decision
+made by a model file that has since been replaced (``mirage retrain``; the journal keeps
+each decision's model identity) cannot be replayed from the file there now: it is counted
+apart, never as a mismatch."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 
 from mirage.agents import load_policy
 from mirage.agents.common.policy import Decision, DecisionContext, Policy
-from mirage.live.decisions import ACTIONS, JournalEntry
+from mirage.live.decisions import ACTIONS, JournalEntry, model_identity
 from mirage.observation import ObservationBuilder
 
 
@@ -19,6 +22,7 @@ class AuditResult:
 
     decisions: int
     mismatches: list[tuple[int, str, str]]  # (journal index, live action, offline action)
+    replaced: int = 0  # decisions by a model file replaced since (not replayed)
 
     @property
     def agree(self) -> bool:
@@ -38,7 +42,8 @@ def audit(
     ``max_limit`` on the site's); each policy spec is loaded afresh."""
     builder: ObservationBuilder | None = None
     policies: dict[str, Policy] = {}
-    decisions = 0
+    now_serving: dict[str, str] = {}
+    decisions = replaced = 0
     mismatches: list[tuple[int, str, str]] = []
     for i, e in enumerate(journal):
         if e.kind == "sample" and e.snapshot is not None:
@@ -55,6 +60,9 @@ def audit(
         if e.kind != "decide" or e.chain is None:
             continue
         decisions += 1
+        if e.model and e.model != now_serving.setdefault(e.spec, model_identity(e.spec)):
+            replaced += 1
+            continue
         if builder is None:  # the service waits until it has a sample
             offline = "wait"
         else:
@@ -67,4 +75,4 @@ def audit(
             offline = ACTIONS[Decision(policy.decide(ctx))]
         if offline != e.action:
             mismatches.append((i, e.action, offline))
-    return AuditResult(decisions, mismatches)
+    return AuditResult(decisions, mismatches, replaced)

@@ -3,6 +3,7 @@ successor now or wait. Used in process by the user's watcher and over HTTP by ag
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -64,17 +65,35 @@ def resolve_policy(spec: str) -> tuple[Policy, str]:
     return policy, getattr(policy, "name", spec)
 
 
+def model_file(spec: str) -> Path | None:
+    """The model file behind ``spec``; None for a baseline."""
+    spec = spec.strip()
+    if spec == "default":
+        return default_model_path()
+    return Path(spec) if spec.endswith(".zip") or "/" in spec else None
+
+
 def model_stamp(spec: str) -> tuple[int, ...] | None:
     """What identifies the model file behind ``spec`` on disk (inode, size, mtime), None
     for a baseline or a missing file: a new file put in place by a rename changes it."""
-    path = default_model_path() if spec.strip() == "default" else Path(spec.strip())
-    if spec.strip() != "default" and not (spec.endswith(".zip") or "/" in spec):
-        return None
+    path = model_file(spec)
     try:
-        st = path.stat()
+        st = path.stat() if path is not None else None
     except OSError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else None
+
+
+def model_identity(spec: str) -> str:
+    """The model behind ``spec`` as ``sha256:`` and the first 16 hex digits of its file's
+    SHA-256 (what ``sha256sum`` prints): the same file anywhere, a retrained one differs;
+    "" for a baseline or a file that cannot be read."""
+    path = model_file(spec)
+    try:
+        data = path.read_bytes() if path is not None else None
+    except OSError:
+        return ""
+    return "sha256:" + hashlib.sha256(data).hexdigest()[:16] if data is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +121,8 @@ class DecisionResult:
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One event of a :class:`DecisionService`'s journal: a queue sample (``snapshot``) or a
-    decision (the policy spec, the chain as the service got it, the step, the action)."""
+    decision (the policy spec, the chain as the service got it, the step, the action, and
+    the model file that decided: :func:`model_identity`, "" for a baseline)."""
 
     kind: str  # "sample" or "decide"
     snapshot: QueueSnapshot | None = None
@@ -110,6 +130,15 @@ class JournalEntry:
     chain: ChainState | None = None
     step: int = 0
     action: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    policy: Policy
+    name: str
+    stamp: tuple[int, ...] | None  # model_stamp when loaded
+    model: str  # model_identity
 
 
 class DecisionService:
@@ -132,35 +161,59 @@ class DecisionService:
         self.decision_interval = float(decision_interval)
         self.allowed = allowed
         self.journal = journal
-        self._policies: dict[str, tuple[Policy, str, tuple[int, ...] | None]] = {}
+        self._policies: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
 
     def policy(self, spec: str) -> tuple[Policy, str]:
         """The policy for ``spec`` (loaded once, and again when its model file is replaced,
         e.g. by ``mirage retrain``: a failed reload keeps the old one); raises
         :class:`PolicyError`."""
+        loaded = self._loaded(spec)
+        return loaded.policy, loaded.name
+
+    def model(self, spec: str) -> str:
+        """The identity (:func:`model_identity`) of the model now serving ``spec``."""
+        return self._loaded(spec).model
+
+    def _loaded(self, spec: str) -> _Loaded:
         with self._lock:
             stamp = model_stamp(spec)
             cached = self._policies.get(spec)
-            if cached is not None and cached[2] == stamp:
-                return cached[0], cached[1]
+            if cached is not None and cached.stamp == stamp:
+                return cached
             if self.allowed is not None and spec not in self.allowed:
                 raise PolicyError(
                     f"policy {spec!r} is not served here; "
                     f"allowed: {', '.join(sorted(self.allowed))}"
                 )
             try:
-                policy, name = self._load(spec)
+                loaded = self._load_stable(spec, stamp)
             except PolicyError as e:
                 if cached is None:
                     raise
                 log.error("model %s changed but cannot be loaded, keeping the old one: %s", spec, e)
-                self._policies[spec] = (cached[0], cached[1], stamp)
-                return cached[0], cached[1]
+                self._policies[spec] = _Loaded(cached.policy, cached.name, stamp, cached.model)
+                return self._policies[spec]
             if cached is not None:
-                log.info("model %s replaced on disk: loaded the new one", spec)
-            self._policies[spec] = (policy, name, stamp)
-            return policy, name
+                log.info(
+                    "model %s replaced on disk: loaded the new one (%s, was %s)",
+                    spec,
+                    loaded.model,
+                    cached.model,
+                )
+            self._policies[spec] = loaded
+            return loaded
+
+    def _load_stable(self, spec: str, stamp: tuple[int, ...] | None) -> _Loaded:
+        """Load ``spec`` with its identity, again if the file was replaced meanwhile."""
+        for _ in range(3):
+            model = model_identity(spec)
+            policy, name = self._load(spec)
+            after = model_stamp(spec)
+            if after == stamp:
+                break
+            stamp = after
+        return _Loaded(policy, name, stamp, model)
 
     def _load(self, spec: str) -> tuple[Policy, str]:
         policy, name = resolve_policy(spec)
@@ -184,7 +237,8 @@ class DecisionService:
 
     def decide(self, spec: str, chain: ChainState, step: int) -> DecisionResult:
         """Ask the policy about the chain now; WAIT until the history has a sample."""
-        policy, name = self.policy(spec)
+        loaded = self._loaded(spec)
+        policy, name = loaded.policy, loaded.name
         now = time.time()
         inputs: dict[str, Any] = {
             "now": round(chain.now, 1),
@@ -194,6 +248,8 @@ class DecisionService:
             "succ_units": chain.succ_units,
             "step": step,
         }
+        if loaded.model:
+            inputs["model"] = loaded.model
         builder = self.history.builder
         if builder is None or not self.history.ready:
             inputs["note"] = "no queue sample yet"
@@ -211,7 +267,9 @@ class DecisionService:
             outside = support.explain(ctx.obs) if support is not None else []
             action = ACTIONS[Decision(decision)]
             if self.journal is not None:  # in order with the samples, under the same lock
-                self.journal.append(JournalEntry("decide", None, spec, chain, step, action))
+                self.journal.append(
+                    JournalEntry("decide", None, spec, chain, step, action, loaded.model)
+                )
         if outside:  # the model waits: this cluster is unlike its training data here
             inputs["outside_support"] = outside
         waits = ctx.recent_waits

@@ -61,6 +61,18 @@ def test_declared_weeks_and_outputs(run: tuple[Path, Path, dict]) -> None:
         out / "backtest.md"
     ).read_text()
     assert [w["role"] for w in summary["weeks"]] == ["dev", "test", "test", "test", "test"]
+    # beside each of the three tables (dev total, test total, weeks): the simulator (no site
+    # profile is stored for this log) and the replay's fidelity (this log records no starts)
+    sim = json.loads((out / "fidelity.json").read_text())
+    assert sim == summary["simulator"] and sim["fidelity"] is None
+    line = (
+        "Simulator: Slurm's defaults, priority by age, 64 procs (no site profile: none stored; "
+        "`hpcsim fit TRACE` makes one). Replay fidelity: the log records no start times to "
+        "compare with."
+    )
+    sections = (out / "backtest.md").read_text().split("\n## ")[1:]
+    assert sim["line"] == line and len(sections) == 3
+    assert all(sec.count(line) == 1 for sec in sections), sections
 
 
 def test_rolling_beats_frozen_after_the_shift(run: tuple[Path, Path, dict]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mirage.agents import default_model_path
 from mirage.agents.common.model_io import read_meta, write_meta
-from mirage.live.decisions import DecisionService
+from mirage.live.decisions import DecisionService, JournalEntry
 from mirage.live.history import QueueHistory
 from mirage.retrain import main
 from tests.mirage.test_mirage_backtest import shifting_log
@@ -59,3 +59,42 @@ def test_a_replaced_model_is_loaded_at_the_next_decision(tmp_path: Path) -> None
     (tmp_path / "bad.zip").write_bytes(b"not a zip")
     os.replace(tmp_path / "bad.zip", path)
     assert service.policy(str(path))[0] is new  # a broken replacement keeps the last good one
+
+
+def test_each_decision_names_the_model_that_made_it(tmp_path: Path) -> None:
+    """The decision inputs (the chain store's log) and the journal record the model file's
+    identity; the audit replays the decisions of the model now on disk and counts those of a
+    replaced one apart, not as mismatches."""
+    from hpcbase.snapshot import QueueSnapshot
+    from mirage.live.audit import audit
+    from mirage.live.decisions import model_identity
+    from mirage.observation import ChainState
+
+    path = tmp_path / "model.zip"
+    shutil.copyfile(default_model_path(), path)
+    journal: list = []
+    service = DecisionService(QueueHistory(144, 600.0), 600.0, journal=journal)
+    old = model_identity(str(path))
+    assert old.startswith("sha256:") and len(old) == 7 + 16
+    assert model_identity("reactive") == "" and model_identity(str(tmp_path / "none.zip")) == ""
+    t = 1.7e9
+    chain = ChainState(t, 1, 86400.0, t - 7200.0, t - 3600.0, 1, 86400.0, float("nan"))
+    assert service.decide(str(path), chain, 0).inputs["model"] == old  # before any sample
+    for i in range(3):
+        snap = QueueSnapshot.from_rows(t + 600.0 * i, 32, [], [(1, 4, 86400.0, t - 60.0)])
+        service.history.push(snap, 48 * 3600.0)
+        journal.append(JournalEntry("sample", snap))
+    first = service.decide(str(path), chain, 0)
+    meta = read_meta(path)
+    write_meta(path, {**meta, "threshold": meta["threshold"] + 1.0}, out=tmp_path / "new.zip")
+    os.replace(tmp_path / "new.zip", path)
+    new = model_identity(str(path))
+    second = service.decide(str(path), chain, 1)
+    assert (first.inputs["model"], second.inputs["model"]) == (old, new) and old != new
+    assert service.model(str(path)) == new
+    assert [e.model for e in journal if e.kind == "decide"] == [old, new]
+    result = audit(
+        journal, max_limit=48 * 3600.0, window=144, sample_interval=600.0, decision_interval=600.0
+    )
+    assert (result.decisions, result.replaced, result.mismatches) == (2, 1, [])
+    assert "model" not in DecisionService(QueueHistory(), 600.0).decide("reactive", chain, 0).inputs

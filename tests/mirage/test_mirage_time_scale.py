@@ -77,3 +77,26 @@ def test_watcher_intervals_follow_the_time_scale() -> None:
     given_ = settings_of({"time_scale": 240.0, "sample_interval": 5.0})
     assert given_["sample_interval"] == 5.0 and given_["decision_interval"] == 2.5
     assert settings_of({})["sample_interval"] == 600.0
+
+
+def test_stretch_puts_a_compressed_log_back_on_the_site_clock() -> None:
+    """``mirage retrain --time-scale k`` reads a compressed cluster's log k times slower:
+    :func:`sim.compress.stretch` undoes :func:`sim.compress.compress`'s division."""
+    import pytest
+
+    from sim.compress import compress, stretch
+    from sim.generate import generate
+
+    site = generate(300, 32, seed=3, load=0.6)
+    site.recorded_start[:] = site.submit + 60.0
+    t0, span = float(site.submit[50]), 2 * 86400.0
+    fast = compress(site, t0, span, 240.0)
+    back = stretch(fast, 240.0)
+    inside = (site.submit >= t0) & (site.submit < t0 + span)
+    np.testing.assert_allclose(back.submit[-int(inside.sum()) :], site.submit[inside] - t0)
+    np.testing.assert_allclose(back.limit, fast.limit * 240.0)
+    np.testing.assert_allclose(back.runtime, fast.runtime * 240.0)
+    assert back.start_epoch == fast.start_epoch and back.digest == ""
+    assert stretch(fast, 1.0) is fast
+    with pytest.raises(ValueError, match="time scale"):
+        stretch(fast, 0.0)

@@ -149,6 +149,13 @@ class Mount:
             f'[scheduler]\npolicy = "{policy}"\n'
             f'dispatcher = "{self.args.dispatcher}"\nmax_inflight = {self.args.max_inflight}\n'
         )
+        if self.args.local_rates:  # the cluster controller on this node alone
+            w = self.args.local_rates
+            text += (
+                f'[cluster]\nurl = "local:"\nwindow_seconds = {w}\ntimeout_seconds = {w / 2}\n'
+                f"headroom = {self.args.local_headroom}\n"
+            )
+
         atomic_write(self.config, text)
 
     def use(self, policy: str) -> None:
@@ -317,6 +324,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=8, help="processes per job")
     p.add_argument("--block", type=int, default=256 * 1024, help="bytes per write/read call")
     p.add_argument("--max-inflight", type=int, default=4, help="scheduler slots")
+    p.add_argument(
+        "--local-rates",
+        type=float,
+        default=0.0,
+        metavar="WINDOW",
+        help='cap each job at its share of the measured rate every WINDOW s (url "local:")',
+    )
+    p.add_argument("--local-headroom", type=float, default=1.1, help="cluster.headroom with it")
     p.add_argument("--dispatcher", default="lottery", help="lottery (ThemisIO) or sfq")
     p.add_argument("--quick", action="store_true", help="1.5 s per scenario (a smoke run)")
     args = p.parse_args(argv)

@@ -83,7 +83,7 @@ class MetricsConfig:
 class ClusterConfig:
     """Cluster mode (themis/cluster/): per-node daemons share one global policy through Redis."""
 
-    url: str = ""  # redis://HOST:PORT/N; "" = single-node
+    url: str = ""  # redis://HOST:PORT/N; "local:" = this node alone, by rates; "" = off
     node: str = ""  # this node's name in the reports ("" = the host name)
     window_seconds: float = 0.5  # publish usage and recompute the allocation this often
     ttl_windows: float = 3.0  # a node's report expires after this many windows
@@ -212,8 +212,8 @@ def _check_tagging_and_metrics(src: str, t: TaggingConfig, me: MetricsConfig) ->
 
 
 def _validate_cluster(c: ClusterConfig, bad: Any) -> None:
-    if c.url and not c.url.startswith(("redis://", "rediss://", "unix://")):
-        raise bad("cluster.url", f"expected redis://HOST:PORT/N, got {c.url!r}")
+    if c.url and c.url != "local:" and not c.url.startswith(("redis://", "rediss://", "unix://")):
+        raise bad("cluster.url", f"expected redis://HOST:PORT/N or local:, got {c.url!r}")
     if "@" in urlsplit(c.url).netloc:
         raise bad(
             "cluster.url",

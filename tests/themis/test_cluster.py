@@ -20,7 +20,7 @@ from tests.themis.fusehelp import fuse_available, start_themis
 from themis.cluster.control import Controller
 from themis.cluster.link import ClusterLink
 from themis.cluster.records import RecordError, Report, decode, encode
-from themis.cluster.store import RedisStore, StoreError
+from themis.cluster.store import LocalStore, RedisStore, StoreError
 from themis.config import ClusterConfig, ConfigError, ThemisConfig, parse, read_password_file
 from themis.sched import JobTag, Policy, Scheduler
 from themis.sched.allocation import NodeUsage
@@ -72,6 +72,42 @@ def test_controller_caps_each_node_at_its_share_of_the_global_allocation() -> No
     assert a < measured * 1.1 / 3
     assert b == pytest.approx(c) and b > measured * 1.1 / 3
     assert set(caps["A"].caps) == {"1"}  # a node caps only its own jobs
+
+
+def test_controller_caps_nobody_while_one_job_alone_moves_data() -> None:
+    policy = Policy.from_name("size-fair")
+    alone = [Report("A", 0, 0.5, (usage(T1, "A", 50), usage(T2, "A", 0, busy=False)), {})]
+    assert Controller("A").update(policy, alone).caps == {}
+    both = [Report("A", 0, 0.5, (usage(T1, "A", 50), usage(T2, "A", 50)), {})]
+    caps = Controller("A").update(policy, both).caps
+    assert caps["2"] >= 2 * caps["1"]  # 2 nodes against 1 (and job 1 is over its share)
+
+
+def test_local_store_is_a_cluster_of_this_node_alone() -> None:
+    """``cluster.url = "local:"``: no Redis; the node's own report is the only one, and a
+    job that moves data counts as wanting more (nothing queues when the CPU is the limit)."""
+    link = ClusterLink(ClusterConfig(url="local:", node="n1"))
+    assert isinstance(link.store, LocalStore) and link.local
+    assert link.store.exchange("n1", b"report") == [b"report"]
+    sched = Scheduler("size-fair", link.wrap(make_dispatcher("lottery")), max_inflight=4)
+    link.attach(sched, CollectorRegistry())
+
+    def serve() -> None:
+        for tag in (T1, T2):  # served and done: nothing queued at the sample
+            for _ in range(3):
+                sched.submit(tag, 1 << 20)
+                sched.done(sched.next())
+
+    serve()
+    report = link.sample()
+    assert {u.tag.job_id for u in report.usage if u.backlogged} == {"1", "2"}
+
+    async def window() -> None:
+        assert await link.exchange_once()
+
+    serve()
+    trio.run(window)
+    assert set(link.caps) == {"1", "2"} and link.caps["2"] > link.caps["1"]
 
 
 def test_controller_probes_when_every_cap_binds_and_frees_idle_share() -> None:
@@ -144,6 +180,7 @@ def test_cluster_config_errors_name_the_field() -> None:
         "t.toml",
     )
     assert cfg.cluster.window_seconds == 0.1
+    assert parse({"cluster": {"url": "local:"}}, "t.toml").cluster.url == "local:"
     with pytest.raises(ConfigError, match=r"t.toml: cluster.url: expected redis://"):
         parse({"cluster": {"url": "http://h"}}, "t.toml")
     with pytest.raises(ConfigError, match="cluster.timeout_seconds"):
@@ -467,3 +504,50 @@ def test_redis_script_starts_a_password_protected_server(tmp_path: Path) -> None
     finally:
         assert run(*script, "stop", *opts).returncode == 0
     assert run(*script, "status", "--port", port).returncode == 3
+
+
+@pytest.mark.fuse
+@pytest.mark.slow
+def test_local_rates_share_a_cpu_bound_mount_by_policy(tmp_path: Path) -> None:
+    """``cluster.url = "local:"`` on a real mount over bare tmpfs (no device emulation, so
+    nothing queues at the scheduler): size-fair caps a 1-node and a 4-node job so that the
+    4-node one moves clearly more (about 4x in bench/themis_fairness.py --local-rates)."""
+    why = fuse_available()
+    if why:
+        pytest.skip(f"real FUSE mount {why}")
+    config = tmp_path / "themis.toml"
+    config.write_text(
+        '[tagging]\ntrust_environment = true\n[scheduler]\npolicy = "size-fair"\n'
+        '[cluster]\nurl = "local:"\nwindow_seconds = 0.1\ntimeout_seconds = 0.05\n'
+    )
+    mount = start_themis(tmp_path, config=config)
+    try:
+        t0 = time.time() + 1.0
+        end = t0 + 4.0
+        procs = []
+        for job, nodes in (("1", "1"), ("2", "4")):
+            env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job, "SLURM_NNODES": nodes}
+            for w in range(4):
+                cmd = ["/usr/bin/python3", "-c", WORKER, str(mount.mnt / f"{job}-{w}")]
+                procs.append(
+                    (
+                        job,
+                        subprocess.Popen(
+                            [*cmd, repr(t0), repr(end)], env=env, stdout=subprocess.PIPE, text=True
+                        ),
+                    )
+                )
+        time.sleep(max(0.0, end - 0.3 - time.time()))
+        caps = {
+            j: mount.sample("themis_cluster_job_cap_bytes_per_second", slurm_job=j) for j in "12"
+        }
+        writes = dict.fromkeys("12", 0)
+        for job, proc in procs:
+            out, _ = proc.communicate(timeout=60)
+            # the second half of the run: the caps have settled
+            writes[job] += sum(float(t) > t0 + 2.0 for t in out.split(",") if t)
+        assert mount.sample("themis_cluster_connected") == 1
+    finally:
+        assert mount.stop() == 0
+    assert caps["1"] and caps["2"] and caps["2"] > caps["1"], caps
+    assert writes["2"] > 2 * writes["1"], writes

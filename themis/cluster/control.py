@@ -79,7 +79,10 @@ class Controller:
                         binding += u.rate >= self.binding * cap
         measured = math.fsum(rate.values())
         out = Decision(measured=measured, nodes=len(reports))
-        if measured <= 0 or not usage:
+        wanting = backlogged | {job for job, r in rate.items() if r > 0}
+        if measured <= 0 or not usage or (len(wanting) < 2 and not self.capacity):
+            # nothing to share out (one job moving data or waiting: no one to protect, so no
+            # cap: the measured capacity would only hold it back while it ramps up)
             self.k.clear()
             return out
         probing = bool(capped_busy) and binding == capped_busy

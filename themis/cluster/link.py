@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from themis.cluster.control import Controller, Decision
 from themis.cluster.records import RecordError, Report, decode, encode
-from themis.cluster.store import RedisStore, StoreError
+from themis.cluster.store import LOCAL_URL, LocalStore, RedisStore, Store, StoreError
 from themis.config import ClusterConfig, ConfigError, read_password_file
 from themis.sched.allocation import NodeUsage
 from themis.sched.dispatch import Dispatcher
@@ -103,13 +103,15 @@ class ClusterLink:
     def __init__(
         self,
         cfg: ClusterConfig,
-        store: RedisStore | None = None,
+        store: Store | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cfg = cfg
         self.node = cfg.node or socket.gethostname().split(".")[0]
         ttl = cfg.window_seconds * cfg.ttl_windows
-        if store is None:
+        if store is None and cfg.url == LOCAL_URL:
+            store = LocalStore()
+        elif store is None:
             try:  # checked with the config; read again here in case it changed since
                 password = read_password_file(cfg.password_file) if cfg.password_file else None
             except ValueError as exc:
@@ -118,6 +120,7 @@ class ClusterLink:
                 cfg.url, cfg.key_prefix, ttl, cfg.timeout_seconds, cfg.username, password
             )
         self.store = store
+        self.local = isinstance(store, LocalStore)
         self.controller = Controller(
             self.node, capacity=cfg.capacity_bytes_per_second, headroom=cfg.headroom
         )
@@ -169,6 +172,8 @@ class ClusterLink:
             last[job_id] = (js.bytes_served, js.ops_served)
             nbytes, ops = js.bytes_served - b0, js.ops_served - o0
             busy = js.queued_chunks > 0 or job_id in held
+            if self.local:  # nothing queues when the CPU is the bottleneck: moving data is demand
+                busy = busy or nbytes > 0 or js.inflight > 0
             if nbytes or busy or js.inflight:
                 tag = JobTag(job_id, js.user, js.group, js.nodes)
                 usage.append(NodeUsage(tag, self.node, nbytes, ops, js.queued_bytes, seconds, busy))

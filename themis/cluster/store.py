@@ -10,11 +10,39 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
+from typing import Any, Protocol
+
+LOCAL_URL = "local:"
 
 
 class StoreError(RuntimeError):
     """Redis could not be reached or answered in time."""
+
+
+class Store(Protocol):
+    """Where the nodes' reports meet: Redis, or this node alone."""
+
+    url: str
+
+    def exchange(self, node: str, payload: bytes) -> list[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalStore:
+    """A cluster of one node (``cluster.url = "local:"``): no Redis; this node's report is
+    the only one. The controller then caps each job at its share of what this node measured,
+    so the policy holds where nothing queues at the scheduler: when the CPU, not the device,
+    is the bottleneck, a job over its share waits for its cap and its processes leave the
+    CPU to the others. Probing (every cap binding) keeps it work-conserving."""
+
+    url = LOCAL_URL
+
+    def exchange(self, node: str, payload: bytes) -> list[bytes]:
+        return [payload]
+
+    def close(self) -> None:
+        pass
 
 
 class RedisStore:

@@ -71,6 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{s['ks']:.3f}",
         )
     out.print(steps)
+    if prof.priority_spearman:
+        ranks = Table(title="priority settings against the recorded Priority column (fit part)")
+        for col in ("setting", "Spearman"):
+            ranks.add_column(col, justify="left" if col == "setting" else "right")
+        for key, rho in sorted(prof.priority_spearman.items(), key=lambda kv: -kv[1]):
+            ranks.add_row(key + (" (chosen)" if key == prof.priority else ""), f"{rho:.3f}")
+        out.print(ranks)
     out.print(f"profile: {prof.describe()}")
     _, held, _ = split(trace, args.fraction)
     if held.any():

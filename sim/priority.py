@@ -4,6 +4,10 @@ Fair-share is the classic ``F = 2^(-U/S)`` over a flat association tree (every u
 one equal share directly under root); ``U`` is the user's decayed usage (unit-seconds,
 half-life ``PriorityDecayHalfLife``) over everyone's. Usage is folded in lazily at each
 ``PriorityCalcPeriod`` tick, as slurmctld's decay thread does.
+
+Offline, :func:`submit_priorities` gives the priority each job of a trace had as it was
+submitted under a config, with the usage of the trace's recorded schedule: what a site
+profile compares with a sacct log's ``Priority`` column (sim/profile.py).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 
 from sim import _backfill
 from sim.config import SlurmConfig
+from sim.traces.model import Trace
 
 
 class FairShare:
@@ -134,3 +139,86 @@ class PriorityModel:
                 float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0
             )
         return max(int(p), 1)
+
+
+def recorded_fairshare(
+    trace: Trace, half_life: float, n_users: int | None = None, at: np.ndarray | None = None
+) -> np.ndarray:
+    """Each job's fair-share factor at ``at`` (default: its submission), from the usage its
+    trace's recorded schedule accrued before then (jobs without a recorded start accrue
+    none): :class:`FairShare`'s flat ``2^(-U/S)``, usage decayed continuously with
+    ``half_life`` (0: never), ``S = 1/n_users`` (default: as the simulator counts users)."""
+    n = len(trace)
+    users = trace.user.astype(np.int64)
+    n_users = int(users.max()) + 1 if n_users is None and n else max(n_users or 1, 1)
+    when = trace.submit if at is None else np.asarray(at, dtype=np.float64)
+    ran = np.flatnonzero(np.isfinite(trace.recorded_start))
+    start = trace.recorded_start[ran]
+    end = start + np.maximum(trace.runtime[ran], 0.0)
+    # events: queries (kind 0) first at equal times, then rate changes (usage over 0 s is 0)
+    t = np.concatenate([when, start, end])
+    kind = np.concatenate([np.zeros(n), np.ones(2 * ran.size)])
+    who = np.concatenate([np.arange(n), ran, ran])
+    delta = np.concatenate([np.zeros(n), trace.units[ran], -trace.units[ran]]).astype(np.float64)
+    order = np.lexsort((kind, t))
+    decays = half_life > 0 and math.isfinite(half_life)
+    k = math.log(2) / half_life if decays else 0.0
+    # usage is kept as of a reference time `ref` (undecayed to it); the common factor
+    # 2^(-(now - ref)/half_life) cancels in U/S, so only the reference is ever moved
+    ref = float(t[order[0]]) if t.size else 0.0
+
+    def grown(a: float, b: float) -> float:
+        """Usage one unit accrues from a to b, as of the reference time."""
+        if not decays:
+            return b - a
+        return (math.exp(k * (b - ref)) - math.exp(k * (a - ref))) / k
+
+    size = max(int(users.max()) + 1 if n else 1, 1)
+    usage = np.zeros(size)
+    rate = np.zeros(size)
+    since = np.zeros(size)
+    total = total_rate = last = 0.0
+    out = np.ones(n)
+    for i in order.tolist():
+        now = float(t[i])
+        if decays and k * (now - ref) > 500:  # rebase before exp() overflows
+            scale = math.exp(-k * (now - ref))
+            usage *= scale
+            total *= scale
+            ref = now
+        total += total_rate * grown(last, now)
+        last = now
+        j = int(who[i])
+        u = int(users[j])
+        usage[u] += rate[u] * grown(float(since[u]), now)
+        since[u] = now
+        d = float(delta[i])
+        if d:
+            rate[u] += d
+            total_rate += d
+        elif total > 0:
+            out[j] = 2.0 ** (-(usage[u] / total) * n_users)
+    return out
+
+
+def submit_priorities(trace: Trace, cfg: SlurmConfig, total_units: int) -> np.ndarray:
+    """The priority ``cfg`` gives each trace job as it is submitted, with the fair-share usage
+    of the trace's recorded schedule (:func:`recorded_fairshare`); the age factor is 0 then.
+    Without multifactor priority (``priority/basic``), Slurm's decreasing priority in
+    submission order."""
+    n = len(trace)
+    if not cfg.multifactor:
+        return -np.arange(n, dtype=np.float64)
+    n_users = int(trace.user.max()) + 1 if n else 1
+    model = PriorityModel(cfg, total_units, trace.unit, n_users)
+    parts = trace.partitions or [""] * n
+    static = np.array(
+        [
+            model.static_part(int(u), cfg.partition(p).priority_job_factor, 0.0)
+            for u, p in zip(trace.units.tolist(), parts, strict=True)
+        ]
+    )
+    if model.w_fairshare:
+        fs = recorded_fairshare(trace, cfg.decay_half_life, n_users)
+        static = static + model.w_fairshare * fs
+    return np.maximum(np.trunc(static), 1.0)

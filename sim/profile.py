@@ -11,10 +11,14 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
   least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
   at one of the largest per-user maxima (a soft limit a few users passed);
 - the priority: FIFO or a flat fair share with its decay half-life, and Slurm's
-  ``batch_sched_delay``.
+  ``batch_sched_delay``. Where the log records each job's priority (a sacct ``Priority``
+  column), the priority is fitted to it instead (:func:`priority_fit`): the setting whose
+  priorities at submission rank the fit part's jobs most like the recorded ones, fair
+  shares with a job-size weight included (``PRIORITY_SETTINGS``).
 
 The choices are made on the fit part's error (:func:`loss`): every pair of limits and
-availability window, then coordinate descent over all settings. The
+availability window, then coordinate descent over all settings (the priority held at the
+recorded column's choice where there is one). The
 result is a :class:`SiteProfile`, a ``slurm.conf`` subset plus ``sacctmgr`` limits with the
 trace's SHA-256, stored as ``NAME.profile.json`` where calibrations are
 (sim/calibration.py); ``hpcsim replay`` uses it by default.
@@ -36,9 +40,10 @@ import numpy as np
 from sim.availability import Availability, fitted, recorded_usage
 from sim.calibration import find_stored, store_beside
 from sim.config import SlurmConfig
-from sim.fidelity import Fidelity, fidelity
+from sim.fidelity import Fidelity, fidelity, spearman
 from sim.limits import QosLimits
 from sim.phases import gc_paused
+from sim.priority import submit_priorities
 from sim.traces.model import Trace
 
 SCHEMA = 1
@@ -55,6 +60,22 @@ PRIORITIES: dict[str, str] = {
     "fairshare-3.5d": "3-12:00:00",
     "fairshare-7d": "7-0",
 }
+#: PriorityWeightJobSize beside PriorityWeightFairshare=100000 (Slurm's default favours large
+#: jobs): tried only against a recorded Priority column. The age weight cannot be fitted so:
+#: a job's age factor is 0 as it is submitted, when sacct records its priority.
+JOB_SIZE_WEIGHTS = (1000, 10000)
+#: every priority a profile may hold: (PriorityDecayHalfLife, PriorityWeightJobSize); "": FIFO
+PRIORITY_SETTINGS: dict[str, tuple[str, int]] = {
+    **{k: (v, 0) for k, v in PRIORITIES.items()},
+    **{
+        f"{k}-size{w // 1000}k": (v, w)
+        for k, v in PRIORITIES.items()
+        if v
+        for w in JOB_SIZE_WEIGHTS
+    },
+}
+#: fewer fit-part jobs with a recorded priority: the priority is chosen by the replays' loss
+MIN_RECORDED_PRIORITIES = 20
 DELAYS = (0.0, 1.0, 3.0)
 MAX_CAPS = 6
 FIT_JITTERS = 2
@@ -82,7 +103,7 @@ class SiteProfile:
     unit: str
     units: int
     recorded_peak: int
-    priority: str  # a PRIORITIES key
+    priority: str  # a PRIORITY_SETTINGS key
     batch_sched_delay: float
     window_s: float | None  # availability window; None: the whole cluster all the time
     clamp: tuple[float, float] | None  # a CLAMPS entry
@@ -93,22 +114,15 @@ class SiteProfile:
     fit: dict[str, float] = field(default_factory=dict)  # the fit part's figures
     steps: list[dict[str, object]] = field(default_factory=list)
     created: str = ""
+    #: Spearman of each priority setting against the log's recorded Priority column over
+    #: the fit part (:func:`priority_fit`); empty when the log has none
+    priority_spearman: dict[str, float] = field(default_factory=dict)
     path: str = ""
 
     def slurm_conf(self) -> str:
         """The ``slurm.conf`` subset of this profile."""
         lines = [f"SchedulerParameters=batch_sched_delay={self.batch_sched_delay:g}"]
-        half_life = PRIORITIES[self.priority]
-        if half_life:
-            lines += [
-                "AccountingStorageType=accounting_storage/slurmdbd",
-                "PriorityType=priority/multifactor",
-                "PriorityWeightFairshare=100000",
-                "PriorityWeightAge=1000",
-                "PriorityMaxAge=7-0",
-                f"PriorityDecayHalfLife={half_life}",
-            ]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + priority_lines(self.priority)) + "\n"
 
     def config(self) -> SlurmConfig:
         return SlurmConfig.from_text(self.slurm_conf(), f"profile {self.path or self.trace}")
@@ -166,8 +180,11 @@ class SiteProfile:
             win += (
                 f", while jobs waited {self.clamp[0] / 3600:g} h window + {100 * self.clamp[1]:g} %"
             )
+        prio = self.priority
+        if self.priority in self.priority_spearman:
+            prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
         return (
-            f"{self.units} {self.unit}, priority {self.priority}, batch_sched_delay="
+            f"{self.units} {self.unit}, priority {prio}, batch_sched_delay="
             f"{self.batch_sched_delay:g}, limits {self.limits or 'none'}, availability {win}"
         )
 
@@ -185,9 +202,25 @@ class SiteProfile:
             raise ValueError("unknown site profile schema")
         d.pop("slurm_conf", None)
         d["clamp"] = tuple(d["clamp"]) if d.get("clamp") is not None else None
-        if d["priority"] not in PRIORITIES:
+        if d["priority"] not in PRIORITY_SETTINGS:
             raise ValueError(f"unknown priority {d['priority']!r}")
         return cls(**d, path=path)
+
+
+def priority_lines(key: str) -> list[str]:
+    """The ``slurm.conf`` lines of a ``PRIORITY_SETTINGS`` entry (none for FIFO)."""
+    half_life, size_weight = PRIORITY_SETTINGS[key]
+    if not half_life:
+        return []
+    return [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightFairshare=100000",
+        "PriorityWeightAge=1000",
+        *([f"PriorityWeightJobSize={size_weight}"] if size_weight else []),
+        "PriorityMaxAge=7-0",
+        f"PriorityDecayHalfLife={half_life}",
+    ]
 
 
 # ------------------------------------------------------------------ what the log shows
@@ -264,6 +297,26 @@ def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimit
     return out
 
 
+def priority_fit(trace: Trace, mask: np.ndarray, units: int) -> dict[str, float]:
+    """Spearman's rank correlation, over the jobs in ``mask`` that carry a recorded priority,
+    of that priority with the one each ``PRIORITY_SETTINGS`` entry gives them as they are
+    submitted (sim/priority.py's :func:`~sim.priority.submit_priorities`, fair-share usage
+    from the recorded schedule) on a cluster of ``units``. Empty when fewer than
+    ``MIN_RECORDED_PRIORITIES`` jobs carry one or the ranking is undefined (a constant
+    column); settings with an undefined ranking are left out."""
+    m = mask & np.isfinite(trace.recorded_priority)
+    if m.sum() < MIN_RECORDED_PRIORITIES:
+        return {}
+    rec = trace.recorded_priority[m]
+    out: dict[str, float] = {}
+    for key in PRIORITY_SETTINGS:
+        cfg = SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", f"priority {key}")
+        rho = spearman(submit_priorities(trace, cfg, units)[m], rec)
+        if math.isfinite(rho):
+            out[key] = rho
+    return out
+
+
 # ------------------------------------------------------------------ the fit
 
 
@@ -334,18 +387,21 @@ def fit(
     """Fit a site profile on the first ``fraction`` of the trace (the limits, the
     availability window, the priority and ``batch_sched_delay``); each setting's loss is
     the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
-    jitter when 1): near saturation one replay is chaotic."""
+    jitter when 1): near saturation one replay is chaotic. Where the fit part records
+    priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
+    and stays so; elsewhere it is chosen by the loss among ``PRIORITIES``."""
     fit_mask, _, cut = split(trace, fraction)
     units, peak = cluster_size(trace)
     lims = limit_candidates(trace, trace.submit < cut, units)
     rec = trace.recorded_start - trace.submit
+    ranked = priority_fit(trace, fit_mask, units)
     prof = SiteProfile(
         trace=trace.source,
         sha256=trace.digest,
         unit=trace.unit,
         units=units,
         recorded_peak=peak,
-        priority="fifo",
+        priority=max(ranked, key=ranked.__getitem__) if ranked else "fifo",
         batch_sched_delay=3.0,
         window_s=None,
         clamp=None,
@@ -353,6 +409,7 @@ def fit(
         larger_jobs_exempt=False,
         fit_until_s=cut,
         fit_from_s=float(trace.submit[fit_mask].min()),
+        priority_spearman=ranked,
     )
     scores: dict[tuple[object, ...], float] = {}
 
@@ -383,6 +440,8 @@ def fit(
         ("priority", list(PRIORITIES)),
         ("batch_sched_delay", list(DELAYS)),
     ]
+    if ranked:  # the recorded Priority column chose it
+        axes = [a for a in axes if a[0] != "priority"]
 
     def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
         if name == "limits":

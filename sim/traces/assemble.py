@@ -49,6 +49,7 @@ def assemble(
     epoch_base: float = 0.0,
     total_units: int | None = None,
     limit_factor: float = DEFAULT_LIMIT_FACTOR,
+    recorded_priority: np.ndarray | None = None,
 ) -> Trace:
     """Build the trace from per-job columns in file order.
 
@@ -56,6 +57,7 @@ def assemble(
     result counts from the earliest submit. ``limit`` is NaN or inf where unknown.
     ``total_units`` is the machine size (from the header, the caller or, when None, the
     largest job). ``lines`` holds each job's 1-based line number for diagnostics.
+    ``recorded_priority`` is the priority the site recorded (NaN where unknown; None: none).
     """
     lines = np.asarray(lines, dtype=np.int64)
     job_id = np.asarray(job_id, dtype=np.int64)
@@ -126,6 +128,11 @@ def assemble(
         group=group_codes,
         exit_code=np.asarray(exit_code, dtype=np.int64)[idx],
         recorded_start=np.asarray(recorded_start, dtype=np.float64)[idx] - t0,
+        recorded_priority=(
+            np.asarray(recorded_priority, dtype=np.float64)[idx]
+            if recorded_priority is not None
+            else np.full(idx.size, np.nan)
+        ),
         names=[names[int(i)] for i in idx] if len(names) else [""] * idx.size,
         partitions=[partitions[int(i)] for i in idx] if any(partitions) else [],
         unit=unit,

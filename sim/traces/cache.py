@@ -23,7 +23,7 @@ from hpcbase.atomic import atomic_write
 from sim.traces.model import Trace, TraceWarning
 
 #: Bump when the parsed form or the readers' rules change.
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 #: Smaller files are parsed every time (parsing them takes milliseconds).
 MIN_BYTES = 1 << 20
 ENV_DIR = "HPCSIM_CACHE_DIR"
@@ -38,6 +38,7 @@ _ARRAYS = {
     "group": np.int64,
     "exit_code": np.int64,
     "recorded_start": np.float64,
+    "recorded_priority": np.float64,
 }
 
 

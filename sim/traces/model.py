@@ -21,6 +21,7 @@ ARRAY_FIELDS = (
     "group",
     "exit_code",
     "recorded_start",
+    "recorded_priority",
 )
 """The per-job arrays of a :class:`Trace`, in order."""
 
@@ -51,7 +52,9 @@ class Trace:
     Times are seconds relative to ``start_epoch`` (the Unix time of t = 0). ``units`` counts
     what the cluster is counted in (``unit`` is ``"nodes"`` or ``"procs"``); ``limit`` is the
     requested wall-clock limit in seconds and ``runtime`` what the job really ran.
-    ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown).
+    ``recorded_start`` is the start the site's scheduler gave the job (NaN if unknown);
+    ``recorded_priority`` the priority it recorded (a sacct log's ``Priority`` column; NaN
+    where the log has none: built without it, the array is NaN throughout).
     ``user``/``group`` are integer codes; ``user_names``/``group_names`` map codes back to names.
     ``exit_code`` is 0 for success. ``names`` holds job names ("" when the format has none),
     ``partitions`` each job's partition (SWF queue number, sacct ``Partition``, CSV
@@ -82,9 +85,24 @@ class Trace:
     notes: list[str] = field(default_factory=list)
     digest: str = ""
     partitions: list[str] = field(default_factory=list)
+    recorded_priority: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def __post_init__(self) -> None:
+        n = len(self)
+        if self.recorded_priority.shape[0] != n:
+            if self.recorded_priority.size:
+                raise ValueError(
+                    f"recorded_priority holds {self.recorded_priority.size} values for {n} jobs"
+                )
+            self.recorded_priority = np.full(n, np.nan)
 
     def __len__(self) -> int:
         return int(self.job_id.shape[0])
+
+    @property
+    def has_recorded_priority(self) -> bool:
+        """Whether any job carries a recorded priority."""
+        return bool(np.isfinite(self.recorded_priority).any())
 
     def select(self, mask: np.ndarray) -> Trace:
         """A trace of the jobs where ``mask`` is true (keeps metadata and warnings)."""

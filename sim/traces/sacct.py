@@ -17,8 +17,9 @@ Run time = End - Start (``ElapsedRaw``/``Elapsed`` when End is absent). Limits: 
 Slurm durations; ``UNLIMITED``/``Partition_Limit`` count as unknown (see
 :func:`sim.traces.assemble.fallback_limit`). ``ExitCode`` ``a:b`` -> ``a``, or ``128 + b``
 when killed by signal ``b``; without that column, State ``COMPLETED`` -> 0, ``FAILED``,
-``NODE_FAIL``, ``OUT_OF_MEMORY``, ``TIMEOUT``, ``CANCELLED`` -> 1. Naive times are read in
-``tz`` (default UTC).
+``NODE_FAIL``, ``OUT_OF_MEMORY``, ``TIMEOUT``, ``CANCELLED`` -> 1. A ``Priority`` column is
+kept as the trace's ``recorded_priority`` (blank: NaN). Naive times are read in ``tz``
+(default UTC).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "nodes": ("nnodes", "allocnodes", "reqnodes"),
     "procs": ("ncpus", "alloccpus", "reqcpus"),
     "gpus": ("alloctres", "reqtres"),
+    "priority": ("priority",),
 }
 UNITS = {"nodes": "nodes", "procs": "procs", "cpus": "procs", "gpus": "gpus"}
 _FAILED_STATES = (
@@ -131,6 +133,7 @@ def read_sacct(
         groups=rows.group,
         exit_code=np.array(rows.exit),
         recorded_start=np.array(rows.start),
+        recorded_priority=np.array(rows.priority) if "priority" in col else None,
         names=rows.name,
         partitions=rows.partition,
         total_units=total_units,
@@ -154,6 +157,7 @@ class _Rows:
         self.exit: list[int] = []
         self.name: list[str] = []
         self.partition: list[str] = []
+        self.priority: list[float] = []
 
     def job_ids(self) -> np.ndarray:
         """Plain ids as they are; the others numbered after the largest, in file order."""
@@ -286,6 +290,7 @@ def _parse_row(
     limit_text = f[col["limit"]].strip() if "limit" in col else ""
     limit = parse_duration(limit_text) if limit_text else math.inf
     exit_code = _exit_code(f, col)
+    priority = _priority(f[col["priority"]]) if "priority" in col else math.nan
     rows.line.append(line)
     rows.plain_id.append(plain)
     rows.submit.append(submit)
@@ -296,6 +301,7 @@ def _parse_row(
     rows.user.append(f[col["user"]].strip() if "user" in col else "")
     rows.group.append(f[col["group"]].strip() if "group" in col else "")
     rows.exit.append(exit_code)
+    rows.priority.append(priority)
     rows.name.append(f[col["name"]].strip() if "name" in col else "")
     # a job submitted to several partitions ran in the first sacct names
     rows.partition.append(f[col["partition"]].strip().split(",")[0] if "partition" in col else "")
@@ -308,6 +314,20 @@ def _int(text: str, what: str) -> int:
         value = None
     if value is None or abs(value) >= 2**31:
         raise ValueError(f"bad {what} {text[:20]!r}")
+    return value
+
+
+def _priority(text: str) -> float:
+    """A recorded priority: a non-negative number, or NaN when blank."""
+    text = text.strip()
+    if not text:
+        return math.nan
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise ValueError(f"bad priority {text[:20]!r}")
     return value
 
 

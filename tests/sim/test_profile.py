@@ -10,7 +10,21 @@ from sim.availability import recorded_usage
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.limits import QosLimits
-from sim.profile import SiteProfile, cluster_size, fit, infer_limits, load, store
+from sim.profile import (
+    PRIORITIES,
+    PRIORITY_SETTINGS,
+    SiteProfile,
+    cluster_size,
+    fit,
+    infer_limits,
+    load,
+    priority_fit,
+    priority_lines,
+    split,
+    store,
+)
+from sim.traces.read import read_trace
+from tests.sim.recorded import write_sacct_with_priority
 from tests.sim.simhelpers import make_trace
 
 
@@ -64,6 +78,10 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     assert prof.units >= prof.recorded_peak
     assert prof.limits == "MaxJobsPerUser=3 MaxTRESPerUser=node=8"
     assert prof.fit["spearman"] > 0.9 and prof.fit["ks"] < 0.05
+    # no recorded Priority column: the priority is chosen by the replays' loss, as before
+    assert prof.priority_spearman == {}
+    tried = {str(s["setting"]).split("priority ")[1].split(",")[0] for s in prof.steps}
+    assert tried == set(PRIORITIES)
     # stored beside the trace and found again by its digest only
     path = store(prof, trace.source)
     assert path == tmp_path / "log.swf.profile.json"
@@ -121,3 +139,45 @@ def test_a_job_larger_than_the_node_cap_is_exempt_only_when_asked():
     held.run()
     # batch_sched_delay (3 s) after its submission
     assert starts(held) == {2: 13.0} and held.never_started() == {1: "QOSMaxNodePerUserLimit"}
+
+
+def config_of(key: str) -> SlurmConfig:
+    return SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", key)
+
+
+@pytest.mark.parametrize("key", ["fairshare-1d", "fairshare-7d", "fairshare-3.5d-size10k"])
+def test_the_priority_is_recovered_from_a_recorded_priority_column(tmp_path, key):
+    trace = read_trace(write_sacct_with_priority(tmp_path / "log.txt", config_of(key)))
+    assert trace.has_recorded_priority
+    fit_mask, _, _ = split(trace)
+    ranked = priority_fit(trace, fit_mask, cluster_size(trace)[0])
+    assert set(ranked) == set(PRIORITY_SETTINGS)
+    assert max(ranked, key=ranked.__getitem__) == key
+    assert ranked[key] > 0.99 and ranked["fifo"] < 0.5
+
+
+def test_fit_keeps_the_priority_the_recorded_column_chose(tmp_path):
+    path = write_sacct_with_priority(tmp_path / "log.txt", config_of("fairshare-1d"))
+    trace = read_trace(path)
+    prof = fit(trace, jitters=1)
+    assert prof.priority == "fairshare-1d" and "PriorityDecayHalfLife=1-0" in prof.slurm_conf()
+    assert prof.priority_spearman["fairshare-1d"] > 0.99
+    assert all("priority fairshare-1d (recorded Priority" in str(s["setting"]) for s in prof.steps)
+    store(prof, path)
+    again = load(trace)
+    assert again is not None and again.priority_spearman == prof.priority_spearman
+
+
+def test_stored_profiles_without_recorded_priorities_still_load():
+    import json
+    from pathlib import Path
+
+    import sim.data
+
+    paths = list(Path(sim.data.__file__).parent.glob("*.profile.json"))
+    assert paths
+    for path in paths:
+        text = path.read_text()
+        prof = SiteProfile.from_json(text, str(path))
+        assert prof.priority in PRIORITY_SETTINGS
+        assert prof.slurm_conf() == json.loads(text)["slurm_conf"]

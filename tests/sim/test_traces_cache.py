@@ -133,3 +133,22 @@ def test_cache_paths_name_the_trace_and_the_key(tmp_path, user_cache):
     beside, user = cache_paths(tmp_path / "x.log", "abc")
     assert beside == tmp_path / ".x.log.abc.parquet"
     assert user == user_cache / "traces" / "abc.parquet"
+
+
+def test_a_recorded_priority_comes_back_from_the_cache(tmp_path, monkeypatch, user_cache):
+    path = tmp_path / "log.txt"
+    path.write_text(
+        "JobID|Submit|Start|End|NNodes|Priority\n"
+        "1|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00|2|1234\n"
+        "2|2024-01-01T00:00:05|2024-01-01T00:02:00|2024-01-01T01:00:00|1|\n"
+    )
+    first = read_trace(path, cache=True)
+    assert any(tmp_path.glob(".log.txt.*.parquet"))
+
+    def refuse(*a, **k):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr("sim.traces.read.read_sacct", refuse)
+    again = read_trace(path, cache=True)
+    same(again, first)
+    assert again.recorded_priority[0] == 1234 and np.isnan(again.recorded_priority[1])

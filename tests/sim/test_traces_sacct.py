@@ -235,3 +235,32 @@ def test_gpu_unit_from_alloctres(tmp_path):
     assert trace.unit == "gpus" and trace.units.tolist() == [4, 8]
     assert "skipped 1 job: uses no GPUs" in trace.warnings[0].reason
     assert read_trace(write(tmp_path, text)).units.tolist() == [1, 2, 1]
+
+
+def test_a_priority_column_is_kept_by_its_header_name(tmp_path):
+    # a space-aligned header over TAB-separated rows; the column found by name, any case
+    text = (
+        "3\n"
+        "   JobID    UID               Start              Submit                 End   PRIORITY"
+        " TimelimitR   NNodes\n"
+        "-------- ------ ------------------- ------------------- ------------------- ----------"
+        " ---------- --------\n"
+        "7\t01\t2024-01-01T00:05:00\t2024-01-01T00:00:00\t2024-01-01T01:05:00\t1234\t120\t2\n"
+        "8\t02\t2024-01-01T00:10:00\t2024-01-01T00:01:00\t2024-01-01T00:40:00\t\t60\t1\n"
+        "9\t01\t2024-01-01T00:20:00\t2024-01-01T00:02:00\t2024-01-01T00:50:00\t1001.5\t60\t1\n"
+    )
+    trace = read_trace(write(tmp_path, text))
+    assert trace.job_id.tolist() == [7, 8, 9]
+    assert trace.has_recorded_priority
+    np.testing.assert_array_equal(trace.recorded_priority, [1234.0, np.nan, 1001.5])
+    # subsets keep it aligned with the jobs
+    np.testing.assert_array_equal(trace.select(trace.job_id != 8).recorded_priority, [1234, 1001.5])
+    bad = text.replace("\t1234\t", "\thigh\t")
+    trace = read_trace(write(tmp_path, bad, name="bad.txt"))
+    assert trace.job_id.tolist() == [8, 9] and "bad priority" in trace.warnings[0].reason
+
+
+def test_without_a_priority_column_none_is_recorded(tmp_path):
+    trace = read_trace(write(tmp_path, PARSABLE))
+    assert not trace.has_recorded_priority
+    assert trace.recorded_priority.shape == (len(trace),)

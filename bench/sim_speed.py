@@ -104,26 +104,15 @@ def add_recorded(plain: Path, schedule: Path, out: Path) -> None:
 
 def store_profile(recorded: Path) -> str:
     """Store a site profile (all but limits) beside ``recorded``; returns its description."""
-    from sim.profile import CLAMPS, SiteProfile, cluster_size, split, store
+    from sim.profile import CLAMPS, starting_profile, store
     from sim.traces import read_trace
 
-    trace = read_trace(recorded)
-    fit_mask, _, cut = split(trace)
-    units, peak = cluster_size(trace)
-    profile = SiteProfile(
-        trace=trace.source,
-        sha256=trace.digest,
-        unit=trace.unit,
-        units=units,
-        recorded_peak=peak,
+    profile = replace(
+        starting_profile(read_trace(recorded)),
         priority="fairshare-3.5d",
         batch_sched_delay=1.0,
         window_s=6 * 3600.0,
         clamp=CLAMPS[-1],
-        limits="",
-        larger_jobs_exempt=False,
-        fit_until_s=cut,
-        fit_from_s=float(trace.submit[fit_mask].min()),
     )
     store(profile, recorded)
     return profile.describe()

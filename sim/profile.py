@@ -377,6 +377,28 @@ def loss(f: Fidelity) -> float:
     )
 
 
+def starting_profile(trace: Trace, fraction: float = FIT_FRACTION) -> SiteProfile:
+    """A profile of ``trace`` with nothing inferred but its size: FIFO, no limits, the whole
+    cluster all the time, ``batch_sched_delay=3``; fitted on the first ``fraction``."""
+    fit_mask, _, cut = split(trace, fraction)
+    units, peak = cluster_size(trace)
+    return SiteProfile(
+        trace=trace.source,
+        sha256=trace.digest,
+        unit=trace.unit,
+        units=units,
+        recorded_peak=peak,
+        priority="fifo",
+        batch_sched_delay=3.0,
+        window_s=None,
+        clamp=None,
+        limits="",
+        larger_jobs_exempt=False,
+        fit_until_s=cut,
+        fit_from_s=float(trace.submit[fit_mask].min()),
+    )
+
+
 def fit(
     trace: Trace,
     *,
@@ -391,26 +413,13 @@ def fit(
     priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
     and stays so; elsewhere it is chosen by the loss among ``PRIORITIES``."""
     fit_mask, _, cut = split(trace, fraction)
-    units, peak = cluster_size(trace)
+    prof = starting_profile(trace, fraction)
+    units = prof.units
     lims = limit_candidates(trace, trace.submit < cut, units)
     rec = trace.recorded_start - trace.submit
     ranked = priority_fit(trace, fit_mask, units)
-    prof = SiteProfile(
-        trace=trace.source,
-        sha256=trace.digest,
-        unit=trace.unit,
-        units=units,
-        recorded_peak=peak,
-        priority=max(ranked, key=ranked.__getitem__) if ranked else "fifo",
-        batch_sched_delay=3.0,
-        window_s=None,
-        clamp=None,
-        limits="",
-        larger_jobs_exempt=False,
-        fit_until_s=cut,
-        fit_from_s=float(trace.submit[fit_mask].min()),
-        priority_spearman=ranked,
-    )
+    prof.priority = max(ranked, key=ranked.__getitem__) if ranked else "fifo"
+    prof.priority_spearman = ranked
     scores: dict[tuple[object, ...], float] = {}
 
     def score(p: SiteProfile) -> float:

@@ -5,11 +5,12 @@ backtest``, ``mirage retrain`` and ``mirage study`` (issue 24, item 4)."""
 from __future__ import annotations
 
 from argparse import Namespace
+from dataclasses import replace
 from pathlib import Path
 
 from mirage.envs.twin import site_twin, why_no_profile, world_report
 from mirage.envs.world import ChainWorld
-from sim.profile import SiteProfile, store
+from sim.profile import starting_profile, store
 from sim.traces.read import read_trace
 from tests.sim.recorded import write_recorded
 
@@ -38,18 +39,12 @@ def test_the_line_gives_the_simulator_and_the_replays_fidelity(tmp_path: Path) -
 def test_a_stored_site_profile_is_used_and_named(tmp_path: Path) -> None:
     path = write_recorded(tmp_path / "site.swf", units=24)
     trace = read_trace(path)
-    prof = SiteProfile(
-        trace=str(path),
-        sha256=trace.digest,
-        unit=trace.unit,
+    prof = replace(
+        starting_profile(trace),
         units=20,
         recorded_peak=24,
-        priority="fifo",
         batch_sched_delay=0.0,
-        window_s=None,
-        clamp=None,
         limits="MaxJobsPerUser=2",
-        larger_jobs_exempt=False,
         fit_until_s=0.0,
         fit_from_s=0.0,
     )

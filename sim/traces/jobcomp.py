@@ -29,7 +29,7 @@ from hpcbase.slurm.parse import job_from_kv, parse_kv_line
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR, assemble
 from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace, TraceError
-from sim.traces.sacct import UNITS, _gpus
+from sim.traces.sacct import _gpus, counted_unit
 from sim.traces.timestamps import TimeParser, zone
 
 REQUIRED = ("JobId", "SubmitTime", "StartTime", "EndTime")
@@ -54,9 +54,7 @@ def read_jobcomp(
     limit_factor: float = DEFAULT_LIMIT_FACTOR,
 ) -> Trace:
     """Parse a jobcomp/filetxt log ``text`` (read from ``path``, named in diagnostics)."""
-    counted = UNITS.get((unit or "nodes").lower())
-    if counted is None:
-        raise TraceError(f"{path}: jobcomp traces count nodes, procs (cpus) or gpus, not {unit!r}")
+    counted = counted_unit(unit, path, "jobcomp")
     diag = Diagnostics(path, strict)
     parse_time = TimeParser(zone(tz))
     cols: dict[str, list] = {k: [] for k in _COLUMNS}

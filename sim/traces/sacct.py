@@ -58,6 +58,18 @@ ROLES: dict[str, tuple[str, ...]] = {
     "priority": ("priority",),
 }
 UNITS = {"nodes": "nodes", "procs": "procs", "cpus": "procs", "gpus": "gpus"}
+
+
+def counted_unit(unit: str | None, path: str, dialect: str) -> str:
+    """The unit a Slurm log is read in (nodes by default; cpus are procs)."""
+    counted = UNITS.get((unit or "nodes").lower())
+    if counted is None:
+        raise TraceError(
+            f"{path}: {dialect} traces count nodes, procs (cpus) or gpus, not {unit!r}"
+        )
+    return counted
+
+
 _FAILED_STATES = (
     "FAILED",
     "NODE_FAIL",
@@ -83,10 +95,7 @@ def read_sacct(
     limit_factor: float = DEFAULT_LIMIT_FACTOR,
 ) -> Trace:
     """Parse a sacct export ``text`` (read from ``path``, named in diagnostics)."""
-    counted = UNITS.get((unit or "nodes").lower())
-    if counted is None:
-        raise TraceError(f"{path}: sacct traces count nodes, procs (cpus) or gpus, not {unit!r}")
-    unit = counted
+    unit = counted_unit(unit, path, "sacct")
     diag = Diagnostics(path, strict)
     lines = text.split("\n")
     k = _first_content(lines)

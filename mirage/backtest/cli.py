@@ -27,11 +27,10 @@ from mirage.backtest import labels as lb
 from mirage.backtest import report
 from mirage.backtest.origin import origin_path, run_origin
 from mirage.backtest.plan import (
-    LS6_NOTE,
-    LS6_PLAN,
+    DeclaredPeriods,
     Plan,
     chain_shapes,
-    is_ls6,
+    declared_periods,
     make_weeks,
 )
 from mirage.envs.twin import add_profile_arg, site_twin, why_no_profile, world_report
@@ -69,13 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         "--first-origin",
         default=None,
         help="date of the first origin (default: "
-        "2023-01-02 for LS6, else the first whole week after --min-train-days)",
+        "as declared for the log, else the first whole week after --min-train-days)",
     )
     p.add_argument(
         "--test-from",
         default=None,
         help="origins from this date are the test "
-        "(default: 2023-02-27 for LS6, else the last --test-weeks)",
+        "(default: as declared for the log, else the last --test-weeks)",
     )
     p.add_argument("--test-weeks", type=int, default=4, help="default 4")
     p.add_argument("--min-train-days", type=float, default=21.0, help="default 21")
@@ -120,19 +119,19 @@ def declare(args: argparse.Namespace, trace: object, total_units: int, max_limit
     unknown = [a for a in agents if a not in LEARNED]
     if not agents or unknown:
         raise SystemExit(f"mirage backtest: --agents: unknown {unknown}; choose from {LEARNED}")
-    ls6 = is_ls6(trace)
+    periods = declared_periods(trace) or DeclaredPeriods("")
     shapes = chain_shapes(trace, total_units, max_limit, args.chain_units, args.chain_limit_hours)
     weeks = make_weeks(
         trace,
         max(x for _, x in shapes),
         every_days=args.every_days,
-        first_origin=args.first_origin or (LS6_PLAN["first_origin"] if ls6 else None),
-        test_from=args.test_from or (LS6_PLAN["test_from"] if ls6 else None),
+        first_origin=args.first_origin or periods.first_origin,
+        test_from=args.test_from or periods.test_from,
         test_weeks=args.test_weeks,
         min_train_days=args.min_train_days,
     )
     seeds = _ints(args.seeds, "--seeds")
-    return Plan.of(trace, total_units, weeks, shapes, agents, seeds, args, LS6_NOTE if ls6 else "")
+    return Plan.of(trace, total_units, weeks, shapes, agents, seeds, args, periods.note)
 
 
 def _fix_plan(out: Path, plan: Plan) -> None:

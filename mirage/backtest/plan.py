@@ -3,14 +3,16 @@
 Weeks are ``[origin, origin + every)`` intervals of the trace's relative clock. Chains of
 ``history`` weeks (before the first origin) are only ever training or validation data;
 each ``dev`` or ``test`` week is predicted by models trained at its origin on what is known
-by then. The test weeks are the last ``test_weeks`` ones, or those from ``test_from``
-(LS6: the weeks from 2023-02-27, i.e. March, which earlier studies have already seen).
+by then. The test weeks are the last ``test_weeks`` ones, or those from ``test_from``.
+A log's periods may be declared ahead, as data found by the log's SHA-256
+(:class:`DeclaredPeriods`, ``NAME.backtest.json``); the project ships LS6's: weeks from
+2023-01-02, the test from 2023-02-27 (March, which earlier studies have already seen).
 """
 
 from __future__ import annotations
 
+import json
 import math
-import os
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,14 +20,11 @@ from typing import Any
 import numpy as np
 
 from mirage.envs.world import _date_to_rel
+from sim.calibration import find_stored
 from sim.traces.model import Trace
 
 DAY = 86400.0
-LS6_PLAN = {"first_origin": "2023-01-02", "test_from": "2023-02-27"}
-"""The LS6 backtest the issue asks for: weekly origins from the first Monday of 2023; the
-test is March (the weeks from 2023-02-27, whose first two days are February's). March has
-been looked at in earlier studies (docs/results.md): its figures are not a fresh test."""
-LS6_NOTE = "LS6 March (test) was already seen by earlier studies: not an unseen test"
+DECLARED_SUFFIX = ".backtest.json"
 LONG_JOB_QUANTILE = 0.9
 """Chain shapes are drawn from the jobs whose limit is at least this quantile of limits."""
 
@@ -105,8 +104,27 @@ def _rel(date: str, epoch: float, flag: str) -> float:
         raise ValueError(f"{flag}: not a date (YYYY-MM-DD): {date!r}") from None
 
 
-def is_ls6(trace: Trace) -> bool:
-    return os.path.basename(trace.source or "").lower().startswith("ls6")
+@dataclass(frozen=True, slots=True)
+class DeclaredPeriods:
+    """A log's backtest periods, declared before any backtest ran on it: the first origin,
+    where the test starts, and a note printed beside the test's figures (e.g. that the test
+    period was seen before). Stored as ``NAME.backtest.json`` beside the log, in the user
+    cache, or shipped in ``sim/data``, and found by the log's SHA-256."""
+
+    sha256: str
+    first_origin: str | None = None
+    test_from: str | None = None
+    note: str = ""
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "") -> DeclaredPeriods:
+        d = json.loads(text)
+        return cls(d["sha256"], d.get("first_origin"), d.get("test_from"), d.get("note", ""))
+
+
+def declared_periods(trace: Trace) -> DeclaredPeriods | None:
+    """The periods declared for this log's content, or None."""
+    return find_stored(trace, DECLARED_SUFFIX, "backtest-periods", DeclaredPeriods.from_json)
 
 
 def make_weeks(

@@ -123,3 +123,24 @@ def test_slurm_array_gives_the_local_figures(
     assert main([str(log), "--out", str(out), *ARGS, *array]) == 0
     assert json.loads((out / "backtest.json").read_text()) == summary
     assert len(list((out / "shards").glob("shard-*-of-3.json"))) == 3
+
+
+def test_declared_periods_are_data_found_by_the_logs_content(tmp_path: Path) -> None:
+    """A log's backtest periods come from ``NAME.backtest.json`` with the log's SHA-256, not
+    from its name; the shipped LS6 declaration is found for the LS6 log wherever it lies."""
+    from mirage.backtest.plan import declared_periods
+    from sim.traces import read_trace
+
+    log = tmp_path / "ls6-like.swf"
+    write_swf(generate(300, 64, seed=3), log)
+    trace = read_trace(log)
+    assert declared_periods(trace) is None  # the name says nothing
+    (tmp_path / "ls6-like.swf.backtest.json").write_text(
+        json.dumps({"sha256": trace.digest, "test_from": "2024-02-01", "note": "seen"})
+    )
+    got = declared_periods(read_trace(log))
+    assert got is not None and got.test_from == "2024-02-01" and got.note == "seen"
+    shipped = Path(__file__).resolve().parents[2] / "../shared/traces/ls6-a100.log"
+    if shipped.exists():
+        ls6 = declared_periods(read_trace(shipped))
+        assert ls6 is not None and ls6.test_from == "2023-02-27"

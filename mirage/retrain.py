@@ -39,7 +39,7 @@ from mirage.agents import LEARNED
 from mirage.backtest import labels as lb
 from mirage.backtest.origin import origin_path, run_origin
 from mirage.backtest.plan import Plan, chain_shapes, holdout_weeks
-from mirage.envs.twin import add_profile_arg, site_twin, why_no_profile, world_report
+from mirage.envs.twin import add_profile_arg, site_world, world_report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -148,7 +148,7 @@ def promote(candidate: Path, model: Path, store: Path, stamp: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mirage.envs.world import ChainWorld, estimate_total_units, max_limit_of
+    from mirage.envs.world import ChainWorld, max_limit_of
     from sim.compress import stretch
     from sim.traces.model import TraceError
     from sim.traces.read import read_trace
@@ -166,8 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"mirage retrain: cannot read accounting: {exc}") from None
     except ValueError:
         raise SystemExit(f"mirage retrain: --seeds: expected integers: {args.seeds!r}") from None
-    twin = site_twin(trace, why_no_profile(args))
-    total_units = args.total_units or twin.units(estimate_total_units(trace))
+    twin, total_units = site_world(trace, args, args.total_units)
     max_limit = max_limit_of(trace)
     try:
         shapes = chain_shapes(

@@ -10,7 +10,10 @@
    chain size; tables with mean +- sd over seeds, per load level; plots.
 
 Every step's output is kept in ``--out`` and reused when present (delete it to redo).
-Example (the command behind ``docs/results/ls6-study``)::
+The log is replayed in its stored site profile (``hpcsim fit``; :mod:`mirage.envs.twin`)
+unless ``--no-profile`` or ``--total-units`` is given, as for ``mirage backtest``; the
+fidelity line beside every table names the simulator. Example (the command behind
+``docs/results/ls6-study``, in the default simulator since it gives a size)::
 
     mirage study --trace ../shared/traces/ls6-a100.log --total-units 72 --jobs 2 \
         --out docs/results/ls6-study
@@ -32,8 +35,14 @@ import numpy as np
 
 from hpcbase.atomic import atomic_write
 from mirage.agents import LEARNED
-from mirage.envs.options import add_world_args, build_world, queue_feature_list, unit_sizes
-from mirage.envs.twin import Twin, fidelity_line, replay_fidelity
+from mirage.envs.options import (
+    add_world_args,
+    build_world,
+    queue_feature_list,
+    read_world_trace,
+    unit_sizes,
+)
+from mirage.envs.twin import Twin, add_profile_arg, fidelity_line, replay_fidelity, site_world
 from mirage.envs.world import ChainSpec, ChainWorld
 from mirage.observation import DECISION_INTERVAL
 from sim.fidelity import Fidelity
@@ -51,15 +60,14 @@ def _log(msg: str) -> None:
     print(f"[study {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-STUDY_SIMULATOR = Twin(None, "mirage study replays in the project's default simulator")
-
-
-def world_fidelity(world: ChainWorld, fid: Fidelity | None | bool = True) -> str:
-    """The study's simulated world against the trace's recorded schedule, job by job
-    (``sim.fidelity``, the table ``hpcsim replay`` prints; ``fid`` when already computed),
-    as markdown; "" without recorded starts."""
+def world_fidelity(
+    world: ChainWorld, fid: Fidelity | None | bool = True, twin: Twin | None = None
+) -> str:
+    """The study's simulated world (in ``twin``'s simulator, default the project's) against
+    the trace's recorded schedule, job by job (``sim.fidelity``, the table ``hpcsim replay``
+    prints; ``fid`` when already computed), as markdown; "" without recorded starts."""
     if fid is True:
-        fid = replay_fidelity(world.trace, world.total_units, STUDY_SIMULATOR)
+        fid = replay_fidelity(world.trace, world.total_units, twin or Twin())
     if not isinstance(fid, Fidelity):
         return ""
     lines = [
@@ -71,6 +79,18 @@ def world_fidelity(world: ChainWorld, fid: Fidelity | None | bool = True) -> str
     ]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in fid.rows()]
     return "\n".join(lines) + "\n"
+
+
+def study_world(args: argparse.Namespace) -> tuple[ChainWorld, Twin, str, str]:
+    """The world the study tests in, its simulator (the stored site profile unless
+    ``--no-profile`` or ``--total-units`` rule it out: :func:`mirage.envs.twin.site_world`),
+    its fidelity table (:func:`world_fidelity`) and the line printed beside every table."""
+    trace = read_world_trace(args)
+    twin, total_units = site_world(trace, args, unit_sizes(args.total_units)[0])
+    world = build_world(args, True, total_units, trace=trace, make_simulator=twin.make_simulator)
+    fid = replay_fidelity(trace, world.total_units, twin)
+    line = fidelity_line(twin.describe(world.total_units, trace.unit), fid)
+    return world, twin, world_fidelity(world, fid), line
 
 
 def make_data(
@@ -442,7 +462,10 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="extra cluster sizes (comma list) whose simulations of the training period "
         "add training and validation chains, so that the data span lighter and heavier load "
-        "than the one size; the test runs at --total-units only",
+        "than the one size; the test runs at --total-units (or the site profile's size) "
+        "only. In a site profile each size keeps the profile's limits and priority and its "
+        "availability timeline scaled by size / the profile's size (the same share of the "
+        "cluster drained at each moment)",
     )
     p.add_argument(
         "--drop-features",
@@ -458,6 +481,7 @@ def _parser() -> argparse.ArgumentParser:
         help="stop after this stage (default: all, through the test tables)",
     )
     p.add_argument("--out", required=True, help="output folder")
+    add_profile_arg(p)
     return p
 
 
@@ -544,14 +568,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents = [a for a in args.agents.split(",") if a]
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [int(s) for s in args.chain_sizes.split(",")]
-    world = build_world(args, True, unit_sizes(args.total_units)[0])
-    fid = replay_fidelity(world.trace, world.total_units, STUDY_SIMULATOR)
-    world_fid = world_fidelity(world, fid)
-    sim_line = fidelity_line(STUDY_SIMULATOR.describe(world.total_units, world.trace.unit), fid)
-    _log(world_fid or sim_line)
+    world, twin, world_fid, sim_line = study_world(args)
+    _log(world_fid + sim_line)
     have_data = all((out / "data" / f"{s}.parquet").exists() for s in ("train", "validation"))
     worlds = [world] + [
-        build_world(args, True, u)
+        build_world(args, True, u, trace=world.trace, make_simulator=twin.make_simulator)
         for u in ([] if have_data else unit_sizes(args.train_units))
         if u is not None and u != world.total_units
     ]
@@ -588,6 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default": default,
         "default_seed": best_seed,
         "default_model": shipped.name,
+        "simulator": {**twin.to_json(), "line": sim_line},
         "ensembles": {f"{a}-ens": m["validation"] for a, m in ensembles.items()},
         "validation_abs_gap": means,
         "models": {f"{a}-s{s}": m["validation"] for (a, s), m in sorted(metas.items())},

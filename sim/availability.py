@@ -38,6 +38,12 @@ class Availability:
         i = int(np.searchsorted(np.asarray(self.times), t, side="right")) - 1
         return total if i < 0 else self.units[i]
 
+    def scaled(self, factor: float, total: int) -> Availability:
+        """The same timeline on a cluster ``factor`` times as large: every step's units
+        times ``factor``, rounded, at most ``total`` (the same share of the cluster
+        drained at the same moments)."""
+        return Availability(self.times, tuple(min(total, round(u * factor)) for u in self.units))
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

@@ -137,21 +137,28 @@ class SiteProfile:
             larger_jobs_exempt=self.larger_jobs_exempt,
         )
 
-    def availability(self, trace: Trace) -> Availability | None:
+    def availability(self, trace: Trace, total_units: int | None = None) -> Availability | None:
+        """The availability timeline fitted to ``trace``'s recorded schedule; for a cluster
+        of ``total_units`` other than the profile's, scaled to it (the same share of the
+        cluster available at each moment)."""
         if self.window_s is None:
             return None
         use = recorded_usage(trace)
         if self.clamp is None:
-            return fitted(use, self.units, window=self.window_s)
-        window, share = self.clamp
-        return fitted(
-            use,
-            self.units,
-            window=self.window_s,
-            headroom=round(share * self.units),
-            waiting_trace=trace,
-            waiting_window=window,
-        )
+            avail = fitted(use, self.units, window=self.window_s)
+        else:
+            window, share = self.clamp
+            avail = fitted(
+                use,
+                self.units,
+                window=self.window_s,
+                headroom=round(share * self.units),
+                waiting_trace=trace,
+                waiting_window=window,
+            )
+        if total_units and total_units != self.units:
+            return avail.scaled(total_units / self.units, total_units)
+        return avail
 
     def simulator(
         self,
@@ -162,7 +169,8 @@ class SiteProfile:
         seed: int = 0,
     ) -> Any:
         """A :class:`~sim.engine.Simulator` of ``run`` (default ``trace``, whose recorded
-        schedule gives the availability timeline) in this profile's world."""
+        schedule gives the availability timeline) in this profile's world; ``total_units``
+        other than the profile's size scales the timeline with it (:meth:`availability`)."""
         from sim.engine import Simulator
 
         return Simulator(
@@ -171,7 +179,7 @@ class SiteProfile:
             total_units=total_units or self.units,
             seed=seed,
             limits=self.qos(),
-            availability=self.availability(trace),
+            availability=self.availability(trace, total_units),
         )
 
     def describe(self) -> str:

@@ -33,7 +33,7 @@ from mirage.backtest.plan import (
     declared_periods,
     make_weeks,
 )
-from mirage.envs.twin import add_profile_arg, site_twin, why_no_profile, world_report
+from mirage.envs.twin import add_profile_arg, site_world, world_report
 from mirage.eval import array as slurm_array
 
 
@@ -178,7 +178,7 @@ def _log(msg: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mirage.envs.world import ChainWorld, estimate_total_units, max_limit_of
+    from mirage.envs.world import ChainWorld, max_limit_of
     from sim.traces.model import TraceError
     from sim.traces.read import read_trace
 
@@ -193,8 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace = read_trace(args.trace, cache=True)
     except (TraceError, OSError) as exc:
         raise SystemExit(f"mirage backtest: cannot read trace: {exc}") from None
-    twin = site_twin(trace, why_no_profile(args))
-    total_units = args.total_units or twin.units(estimate_total_units(trace))
+    twin, total_units = site_world(trace, args, args.total_units)
     max_limit = max_limit_of(trace)
     try:
         plan = declare(args, trace, total_units, max_limit)

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
-from mirage.envs.world import ChainSpec, ChainWorld
+from mirage.envs.world import ChainSpec, ChainWorld, default_simulator
 from mirage.observation import SAMPLE_INTERVAL, WINDOW, queue_columns
+from sim.traces.model import Trace
 
 
 def add_world_args(p: argparse.ArgumentParser, trace_required: bool = True) -> None:
@@ -87,13 +90,27 @@ def unit_sizes(text: str | None) -> list[int | None]:
     return list(sizes)
 
 
-def build_world(
-    args: argparse.Namespace, progress: bool = True, total_units: int | None = None
-) -> ChainWorld:
-    """Read the trace and prepare the world; exits with a clear message on bad input."""
+def read_world_trace(args: argparse.Namespace) -> Trace:
+    """The ``--trace``; exits with a clear message when it cannot be read."""
     from sim.traces.model import TraceError
     from sim.traces.read import read_trace
 
+    try:
+        return read_trace(args.trace)
+    except (TraceError, OSError) as exc:
+        raise SystemExit(f"mirage: cannot read trace: {exc}") from None
+
+
+def build_world(
+    args: argparse.Namespace,
+    progress: bool = True,
+    total_units: int | None = None,
+    *,
+    trace: Trace | None = None,
+    make_simulator: Callable[[Trace, int, int], Any] = default_simulator,
+) -> ChainWorld:
+    """Prepare the world of ``trace`` (default: read ``--trace``) in ``make_simulator``'s
+    simulator; exits with a clear message on bad input."""
     splits = {}
     for key, flag in (
         ("train", "--train-range"),
@@ -103,10 +120,8 @@ def build_world(
         rng = _range(getattr(args, key + "_range"), flag)
         if rng:
             splits[key] = rng
-    try:
-        trace = read_trace(args.trace)
-    except (TraceError, OSError) as exc:
-        raise SystemExit(f"mirage: cannot read trace: {exc}") from None
+    if trace is None:
+        trace = read_world_trace(args)
     try:
         return ChainWorld(
             trace,
@@ -115,6 +130,7 @@ def build_world(
             sample_interval=args.sample_interval,
             splits=splits or None,
             progress=progress,
+            make_simulator=make_simulator,
         )
     except ValueError as exc:
         raise SystemExit(f"mirage: {args.trace}: {exc}") from None

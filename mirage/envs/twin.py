@@ -1,11 +1,11 @@
 """The simulator a Mirage world replays a site's log in, and how closely it follows the log.
 
 Where ``hpcsim fit`` stored a site profile for the log (:func:`sim.profile.load`: its size,
-availability timeline, per-user limits and priority), ``mirage backtest`` and ``mirage
-retrain`` replay the log in it; otherwise in the project's default simulator (Slurm's
-defaults, priority by age: :func:`mirage.envs.world.default_simulator`). Each prints,
-beside every table, which of the two it used and the replay's fidelity against the recorded
-schedule (:mod:`sim.fidelity`: mean, median and p90 waits, the per-job median
+availability timeline, per-user limits and priority), ``mirage backtest``, ``mirage
+retrain`` and ``mirage study`` replay the log in it; otherwise in the project's default
+simulator (Slurm's defaults, priority by age: :func:`mirage.envs.world.default_simulator`).
+Each prints, beside every table, which of the two it used and the replay's fidelity against
+the recorded schedule (:mod:`sim.fidelity`: mean, median and p90 waits, the per-job median
 ``|simulated - recorded|`` wait, Spearman's rank correlation and the KS distance).
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mirage.envs.world import default_simulator
+from mirage.envs.world import default_simulator, estimate_total_units
 from sim.fidelity import Fidelity, fidelity
 from sim.profile import SiteProfile, load, simulated_waits
 from sim.traces.model import Trace
@@ -81,6 +81,14 @@ def site_twin(trace: Trace, why_not: str = "") -> Twin:
         return Twin(None, why_not)
     prof = load(trace)
     return Twin(prof, "" if prof is not None else NO_PROFILE)
+
+
+def site_world(trace: Trace, args: argparse.Namespace, given: int | None) -> tuple[Twin, int]:
+    """The simulator of a command's world (:func:`site_twin`, ruled out as
+    :func:`why_no_profile` says) and its cluster size: ``given`` (the command's
+    ``--total-units``), else the profile's, else the log's (``estimate_total_units``)."""
+    twin = site_twin(trace, why_no_profile(args))
+    return twin, given or twin.units(estimate_total_units(trace))
 
 
 def replay_fidelity(trace: Trace, total_units: int, twin: Twin) -> Fidelity | None:

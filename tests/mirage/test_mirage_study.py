@@ -59,7 +59,10 @@ def test_study_end_to_end(trace_path, tmp_path):
     readme = (out / "README.md").read_text()
     assert "## Validation" in readme and "## Test split at 72 units, 1-node chains" in readme
     # beside the validation and the test table: the simulator and its replay's fidelity
-    line = "Simulator: Slurm's defaults, priority by age, 72 nodes (no site profile: mirage study"
+    line = (
+        "Simulator: Slurm's defaults, priority by age, 72 nodes "
+        "(no site profile: --total-units given)"
+    )
     assert readme.count(line) == 2 and "Replay against the recorded schedule (" in readme
     summary = json.loads((out / "test-1node" / "summary.json").read_text())
     agents = {s["agent"] for s in summary["summary"] if s["level"] == "all"}

@@ -1,14 +1,16 @@
 /* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
  * backfill pass over it, the priority refresh (fair-share and sort) at each
- * PriorityCalcPeriod tick, and the arrays of a queue snapshot.
+ * PriorityCalcPeriod tick, the QOS limit filter of the backfill walk, and the arrays of a
+ * queue snapshot.
  *
  * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
  * function checks that each job it is given is exactly that class.
  *
  * The rules are documented in sim/backfill.py (_backfill_pass), sim/estimates.py
- * (estimate_start) and sim/job_scheduler.py (_refresh_priorities); tests/sim/test_backfill_core.py checks this module against a plain
- * Python model of the same map on random inputs.
+ * (estimate_start), sim/job_scheduler.py (_refresh_priorities) and sim/acct_policy.py
+ * (_limit_reason); tests/sim/test_backfill_core.py checks this module against a plain
+ * Python model of each on random inputs.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -658,6 +660,72 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ QOS limits */
+
+/* A running-jobs limit's count for one user: use[k] of the user's entry in `user_use`
+ * (a dict user -> [jobs, nodes, cpus, submitted]); 0 without one. */
+static int use_count(PyObject *use, int k, long long *out) {
+    *out = 0;
+    if (use == NULL) return 0;
+    if (!PyList_Check(use) || PyList_GET_SIZE(use) < 3) {
+        PyErr_SetString(PyExc_TypeError, "user_use: expected lists [jobs, nodes, cpus, ...]");
+        return -1;
+    }
+    return read_ll(PyList_GET_ITEM(use, k), out);
+}
+
+/* limit_filter(order, stop, user_use, limits) -> (list[int], list[job])
+ * Indices (and the jobs) among the first `stop` jobs of `order` that no QOS limit on running jobs holds
+ * back now (sim/acct_policy.py, _limit_reason, is the reference). limits: (max_jobs,
+ * max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus), -1 for
+ * no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a node-counted one
+ * units * node_cpus CPUs. */
+static PyObject *limit_filter(PyObject *self, PyObject *args) {
+    PyObject *order, *user_use;
+    Py_ssize_t stop;
+    long long max_jobs, max_nodes, max_cpus, per_node, node_cpus;
+    int exempt, cpu_counted;
+    if (!PyArg_ParseTuple(args, "O!nO!(LLLppLL)", &PyList_Type, &order, &stop, &PyDict_Type,
+                          &user_use, &max_jobs, &max_nodes, &max_cpus, &exempt, &cpu_counted,
+                          &per_node, &node_cpus))
+        return NULL;
+    if (per_node < 1 || node_cpus < 1) {
+        PyErr_SetString(PyExc_ValueError, "limits: cpus_per_node and node_cpus must be >= 1");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (stop < n) n = stop < 0 ? 0 : stop;
+    PyObject *out = PyList_New(0), *kept = PyList_New(0);
+    if (out == NULL || kept == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        long long units, jobs, held_nodes, held_cpus;
+        if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
+        PyObject *use = PyDict_GetItemWithError(user_use, slot(job, F_USER));
+        if (use == NULL && PyErr_Occurred()) goto fail;
+        if (use_count(use, 0, &jobs) < 0 || use_count(use, 1, &held_nodes) < 0 ||
+            use_count(use, 2, &held_cpus) < 0)
+            goto fail;
+        long long nodes = cpu_counted ? (units + per_node - 1) / per_node : units;
+        long long cpus = cpu_counted ? units : units * node_cpus;
+        if (max_jobs >= 0 && jobs + 1 > max_jobs) continue;
+        if (max_nodes >= 0 && !(exempt && nodes > max_nodes) && held_nodes + nodes > max_nodes)
+            continue;
+        if (max_cpus >= 0 && held_cpus + cpus > max_cpus) continue;
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (idx == NULL || PyList_Append(out, idx) < 0 || PyList_Append(kept, job) < 0) {
+            Py_XDECREF(idx);
+            goto fail;
+        }
+        Py_DECREF(idx);
+    }
+    return Py_BuildValue("(NN)", out, kept);
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(kept);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ fair-share tick */
 
 /* A writable 1-d array of n (any n if n < 0) int64 or float64 items. */
@@ -784,6 +852,7 @@ static PyMethodDef methods[] = {
     {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
     {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
+    {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},

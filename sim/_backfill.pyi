@@ -29,6 +29,13 @@ def fairshare_tick(
     out: np.ndarray,
     /,
 ) -> None: ...
+def limit_filter(
+    order: list[Any],
+    stop: int,
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> tuple[list[int], list[Any]]: ...
 def queue_arrays(
     pending: dict[int, Any],
     running: dict[int, Any],

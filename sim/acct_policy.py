@@ -4,6 +4,7 @@ limits themselves are ``sim.limits.QosLimits``."""
 
 from __future__ import annotations
 
+from sim import _backfill
 from sim.engine_state import EngineState
 from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES
 from sim.state import SimJob
@@ -53,6 +54,28 @@ class AcctPolicy(EngineState):
             if held + cpus > lim.max_cpus_per_user:
                 return REASON_CPUS
         return None
+
+    def _unheld(self, order: list[SimJob], stop: int) -> tuple[list[int], list[SimJob]]:
+        """The indices, and the jobs, among the first ``stop`` of ``order`` that no limit
+        holds back now: :meth:`_limit_reason` over them, compiled (sim/_backfill.c)."""
+        lim = self.limits
+        if lim is None:
+            return list(range(min(stop, len(order)))), order[:stop]
+
+        def cap(v: int | None) -> int:
+            return -1 if v is None else v
+
+        cpu_counted = self.unit in ("cpus", "procs")
+        params = (
+            cap(lim.max_jobs_per_user),
+            cap(lim.max_nodes_per_user),
+            cap(lim.max_cpus_per_user),
+            lim.larger_jobs_exempt,
+            cpu_counted,
+            self._cpus_per_node if cpu_counted else 1,
+            1 if cpu_counted else self._node_cpus,
+        )
+        return _backfill.limit_filter(order, stop, self.state.user_use, params)
 
     def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:
         """Add (sign=1) or remove (-1) a running job to per-user counts ``extra``."""

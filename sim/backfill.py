@@ -77,18 +77,13 @@ class Backfill(EngineState):
         reservation. The plan is redone without the first job a limit holds until none is
         held: the walk before that job is unchanged, so this is the walk in order."""
         order = self.state.order
-        cand = [
-            i
-            for i, job in enumerate(order[: self.cfg.bf_max_job_test])
-            if self._limit_reason(job) is None
-        ]
+        cand, jobs = self._unheld(order, self.cfg.bf_max_job_test)
         while True:
-            jobs = [order[i] for i in cand]
             idx = _backfill.plan(jobs, len(jobs), self._map_params())
             extra: dict[int, list[int]] = {}
             for k in idx:
                 if self._limit_reason(jobs[k], extra) is not None:
-                    del cand[k]
+                    del cand[k], jobs[k]
                     break
                 self._count_start(jobs[k], extra)
             else:

@@ -291,7 +291,8 @@ class JobManager(EngineState):
         job.end = end
         self._push(end, _END, job)
         insort(st.ends, (self._map_end(now, job.limit), job.seq, job.units))
-        self.prio.fairshare.change(job.user, job.units, now)
+        if self.prio.w_fairshare:  # usage only matters to a fair-share factor
+            self.prio.fairshare.change(job.user, job.units, now)
         if backfill:
             st.n_backfilled += 1
         if job.id in st.deps.waiters:
@@ -310,7 +311,8 @@ class JobManager(EngineState):
         ends = st.ends
         entry = (self._map_end(job.start, job.limit), job.seq, job.units)
         del ends[bisect_left(ends, entry)]
-        self.prio.fairshare.change(job.user, -job.units, st.now)
+        if self.prio.w_fairshare:
+            self.prio.fairshare.change(job.user, -job.units, st.now)
         self._finish(job, state, job.start, st.now)
 
     def _finish(self, job: SimJob, state: JobState, start: float, end: float) -> None:

@@ -95,6 +95,8 @@ class MainScheduler(EngineState):
         blocked: set[str] = set()
         started: list[tuple[int, Alloc | None]] = []
         extra: dict[int, list[int]] = {}
+        # one partition and no pools: a job that does not fit ends the pass
+        single = pools is None and len(self.cfg.partitions) <= 1
         for i, job in enumerate(order[:depth]):
             if job.part in blocked:
                 continue
@@ -107,6 +109,8 @@ class MainScheduler(EngineState):
                     blocked.add(job.part)
                     continue
             elif job.units > free:
+                if single:
+                    break
                 blocked.add(job.part)
                 continue
             free -= job.units

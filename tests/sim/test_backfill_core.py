@@ -304,3 +304,43 @@ def test_queue_arrays_refuses_wrong_arrays():
             *[a[:0] for a in arrays],
             *[np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1), np.empty(1)],
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(0, 4)), max_size=30),
+    st.dictionaries(
+        st.integers(0, 4), st.tuples(st.integers(0, 5), st.integers(0, 40)), max_size=5
+    ),
+    st.sampled_from([None, 1, 3]),
+    st.sampled_from([None, 4, 16]),
+    st.sampled_from([None, 8, 64]),
+    st.booleans(),
+    st.sampled_from([("nodes", ""), ("cpus", "NodeName=n[1-10] CPUs=4\n")]),
+    st.integers(0, 35),
+)
+def test_limit_filter_matches_the_limit_checks(
+    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, stop
+):
+    """The compiled QOS filter keeps exactly the jobs ``_limit_reason`` lets through."""
+    from sim.config import SlurmConfig
+    from sim.engine import Simulator
+    from sim.limits import QosLimits
+    from tests.sim.simhelpers import make_trace
+
+    unit, conf = world
+    limits = QosLimits(
+        max_jobs_per_user=max_jobs,
+        max_nodes_per_user=max_nodes,
+        max_cpus_per_user=max_cpus,
+        larger_jobs_exempt=exempt,
+    )
+    trace = make_trace([(0, 60, 60, 1)], total=40, unit=unit)
+    sim = Simulator(trace, SlurmConfig.from_text(conf), limits=limits)
+    held = {u: [j, n, n * 4, j] for u, (j, n) in use.items()}
+    sim.state.user_use.update(held)
+    order = [make_job(units, 60.0, seq=i, user=user) for i, (units, user) in enumerate(rows)]
+    want = [i for i, job in enumerate(order[:stop]) if sim._limit_reason(job) is None]
+    idx, jobs = sim._unheld(order, stop)
+    assert idx == want
+    assert jobs == [order[i] for i in idx]

@@ -6,7 +6,11 @@ simulator by 600 s per step from the same checkpoints, with no snapshot, observa
 episode logic. Usage::
 
     .venv/bin/python bench/env_speed.py [--trace ../shared/traces/ls6-a100.log]
-        [--total-units 72] [--split validation] [--episodes 30]
+        [--total-units 72] [--split validation] [--episodes 30] [--profile]
+
+``--profile``: the world replays in the trace's stored site profile (``hpcsim fit``; for LS6:
+FIFO, per-user limits and an availability timeline), as ``mirage study``,
+``backtest`` and ``retrain`` do by default, at the profile's size.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mirage.envs import ChainEnv, ChainWorld  # noqa: E402
+from mirage.envs.twin import site_twin  # noqa: E402
 from sim.traces.read import read_trace  # noqa: E402
 
 DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "ls6-a100.log"
@@ -34,11 +39,25 @@ def main() -> int:
     p.add_argument("--total-units", type=int, default=72)
     p.add_argument("--split", default="validation")
     p.add_argument("--episodes", type=int, default=30)
+    p.add_argument("--profile", action="store_true", help="the trace's stored site profile")
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     t = time.perf_counter()
-    world = ChainWorld(read_trace(args.trace), total_units=args.total_units, progress=True)
+    trace = read_trace(args.trace)
+    if args.profile:
+        twin = site_twin(trace)
+        if twin.profile is None:
+            raise SystemExit(f"{args.trace}: no stored site profile ({twin.why_not})")
+        world = ChainWorld(
+            trace,
+            total_units=twin.units(args.total_units),
+            make_simulator=twin.make_simulator,
+            progress=True,
+        )
+        print(twin.describe(world.total_units, trace.unit), flush=True)
+    else:
+        world = ChainWorld(trace, total_units=args.total_units, progress=True)
     print(
         f"world prepared in {time.perf_counter() - t:.1f} s ({len(world.checkpoints)} checkpoints)",
         flush=True,
@@ -89,7 +108,7 @@ def main() -> int:
         f"raw_sim_steps_per_s={raw_rate:.0f} raw_sim_steps_per_cpu_s={raw_steps / raw_cpu:.0f} "
         f"ratio={env_cpu and (steps / env_cpu) / (raw_steps / raw_cpu):.3f} "
         f"target_steps_per_cpu_s=5000 meets_target_per_cpu_s={cpu_rate >= 5000} "
-        f"split={args.split} episodes={len(starts)}"
+        f"split={args.split} episodes={len(starts)} profile={bool(args.profile)}"
     )
     return 0
 

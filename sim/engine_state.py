@@ -116,6 +116,9 @@ class EngineState:
 
         # sim/job_scheduler.py
         def _refresh_priorities(self) -> bool: ...
+        def _general_picks(
+            self, order: list[SimJob], depth: int, free: int, extra: dict[int, list[int]]
+        ) -> list[tuple[int, Alloc | None]]: ...
         def _prio_calc_time(self) -> float: ...
 
         # sim/backfill.py

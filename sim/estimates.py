@@ -14,7 +14,6 @@ from sim.backfill import WILL_RUN_WINDOW
 from sim.engine_state import EngineState
 from sim.job_scheduler import strict_picks
 from sim.mapparams import MapParams
-from sim.pools import take
 from sim.state import SimJob
 
 
@@ -49,11 +48,11 @@ class StartEstimates(EngineState):
 
         The job's place in priority order, the scheduling its submission runs at once (a due
         priority refresh, the main passes) and the backfill map are computed on copies. Where
-        that is not done, a real probe (snapshot, submit, estimate, restore) answers: under
-        QOS limits, for a job with a dependency, a ``begin`` or a later ``submit``, for a
-        submission the real one would refuse, and when that submission's main pass would start
-        other jobs on node pools or jobs that others wait on. Hypothetical starts do not call
-        ``on_start``."""
+        that is not done, a real probe (snapshot, submit, estimate, restore) answers: under a
+        ``MaxSubmitJobsPerUser`` limit, for a job with a dependency, a ``begin`` or a later
+        ``submit``, for a submission the real one would refuse, and when that submission's
+        main pass would start other jobs on node pools or jobs that others wait on.
+        Hypothetical starts do not call ``on_start``."""
         job = self._hypothetical_job(spec)
         if job is None:
             return self._estimate_by_probe(spec)
@@ -110,7 +109,7 @@ class StartEstimates(EngineState):
         now = st.now
         jid = spec.job_id if spec.job_id is not None else st.next_id
         if (
-            self.limits is not None
+            (self.limits is not None and self.limits.max_submit_jobs_per_user is not None)
             or spec.dependency
             or spec.begin is not None
             or (spec.submit is not None and float(spec.submit) != now)
@@ -145,6 +144,7 @@ class StartEstimates(EngineState):
         minu = min(minu, job.units)
         free = st.free
         started: list[SimJob] = []
+        extra: dict[int, list[int]] = {}  # per-user counts of the jobs the passes start
         period = cfg.calc_period
         stale = self.prio.time_dependent and math.floor(now / period) * period > st.prio_tick
         main_dirty = st.main_dirty or cfg.batch_sched_delay <= 0
@@ -159,7 +159,7 @@ class StartEstimates(EngineState):
         for depth, due in ((cfg.default_queue_depth, main_dirty), (len(order), full_main)):
             if not (due and can_start):
                 continue
-            idx = self._main_pass_picks(order, depth, free)
+            idx = self._main_pass_picks(order, depth, free, extra)
             picked = [order[i] for i in idx]
             if any(j is job for j in picked):
                 started.append(job)
@@ -186,21 +186,14 @@ class StartEstimates(EngineState):
         finally:
             self.restore(saved)
 
-    def _main_pass_picks(self, order: list[SimJob], depth: int, free: int) -> list[int]:
+    def _main_pass_picks(
+        self, order: list[SimJob], depth: int, free: int, extra: dict[int, list[int]]
+    ) -> list[int]:
         """Indices into ``order`` of the jobs :meth:`_main_pass` would start with ``free``
-        units (and the node pools' free units now); no QOS limits."""
-        if self._pools is not None:
-            picks: list[int] = []
-            blocked: set[str] = set()
-            seg_free = list(self.state.seg_free)
-            for i, job in enumerate(order[:depth]):
-                if job.part in blocked:
-                    continue
-                if take(seg_free, job.pool, job.units) is None:
-                    blocked.add(job.part)
-                    continue
-                picks.append(i)
-            return picks
+        units (and the node pools' free units now; ``extra``: per-user counts of the jobs
+        started before, under QOS limits, updated in place)."""
+        if self._general:
+            return [i for i, _ in self._general_picks(order, depth, free, extra)]
         return strict_picks(order, depth, free, len(self.cfg.partitions) <= 1)
 
     def _refresh_copy(self, order: list[SimJob], started: list[SimJob]) -> bool:

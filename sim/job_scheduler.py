@@ -89,12 +89,24 @@ class MainScheduler(EngineState):
         skipped and blocks nothing; a job fits when its partition's nodes hold it."""
         st = self.state
         order = st.order
+        started = self._general_picks(order, depth, st.free, {})
+        if started:
+            jobs = [(order[i], alloc) for i, alloc in started]
+            for i, _ in reversed(started):
+                del order[i]
+            for job, alloc in jobs:
+                self._start(job, False, alloc)
+
+    def _general_picks(
+        self, order: list[SimJob], depth: int, free: int, extra: dict[int, list[int]]
+    ) -> list[tuple[int, Alloc | None]]:
+        """The jobs among the first ``depth`` of ``order`` that :meth:`_main_pass_general`
+        starts with ``free`` units and the pools' free nodes now, with their allocations;
+        ``extra``: per-user counts of jobs started before this pass (updated in place)."""
         pools = self._pools
-        seg_free = list(st.seg_free)
-        free = st.free
+        seg_free = list(self.state.seg_free)
         blocked: set[str] = set()
         started: list[tuple[int, Alloc | None]] = []
-        extra: dict[int, list[int]] = {}
         # one partition and no pools: a job that does not fit ends the pass
         single = pools is None and len(self.cfg.partitions) <= 1
         for i, job in enumerate(order[:depth]):
@@ -117,12 +129,7 @@ class MainScheduler(EngineState):
             started.append((i, alloc))
             if self._run_limits:
                 self._count_start(job, extra)
-        if started:
-            jobs = [(order[i], alloc) for i, alloc in started]
-            for i, _ in reversed(started):
-                del order[i]
-            for job, alloc in jobs:
-                self._start(job, False, alloc)
+        return started
 
 
 def strict_picks(order: list[SimJob], depth: int, free: int, single: bool) -> list[int]:

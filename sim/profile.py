@@ -61,8 +61,8 @@ PRIORITIES: dict[str, str] = {
     "fairshare-7d": "7-0",
 }
 #: PriorityWeightJobSize beside PriorityWeightFairshare=100000 (Slurm's default favours large
-#: jobs): tried only against a recorded Priority column. The age weight cannot be fitted so:
-#: a job's age factor is 0 as it is submitted, when sacct records its priority.
+#: jobs). Against a recorded Priority column the age weight cannot be fitted: a job's age
+#: factor is 0 as it is submitted, when sacct records its priority.
 JOB_SIZE_WEIGHTS = (1000, 10000)
 #: every priority a profile may hold: (PriorityDecayHalfLife, PriorityWeightJobSize); "": FIFO
 PRIORITY_SETTINGS: dict[str, tuple[str, int]] = {
@@ -419,7 +419,8 @@ def fit(
     the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
     jitter when 1): near saturation one replay is chaotic. Where the fit part records
     priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
-    and stays so; elsewhere it is chosen by the loss among ``PRIORITIES``."""
+    and stays so; elsewhere it is chosen by the loss among ``PRIORITY_SETTINGS``, first
+    jointly with the availability window."""
     fit_mask, _, cut = split(trace, fraction)
     prof = starting_profile(trace, fraction)
     units = prof.units
@@ -454,7 +455,7 @@ def fit(
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
         ("clamp", list(CLAMPS)),
-        ("priority", list(PRIORITIES)),
+        ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
     ]
     if ranked:  # the recorded Priority column chose it
@@ -466,8 +467,10 @@ def fit(
             return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
         return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
 
-    # limits and availability interact most: start from the best pair of the two, then
-    # descend one setting at a time, in rounds until nothing changes
+    # limits and availability interact, and so do availability and priority (an order that
+    # fragments the schedule lengthens waits as a smaller cluster does): start from the
+    # best pair of limits and window, then the best pair of window and priority under those
+    # limits, then descend one setting at a time, in rounds until nothing changes
     best = min(
         (
             with_option(with_option(prof, "limits", lim), "window_s", win)
@@ -476,6 +479,15 @@ def fit(
         ),
         key=score,
     )
+    if not ranked:
+        best = min(
+            (
+                with_option(with_option(best, "window_s", win), "priority", pri)
+                for win in WINDOWS
+                for pri in PRIORITY_SETTINGS
+            ),
+            key=score,
+        )
     for _ in range(4):
         changed = False
         for name, options in axes:

@@ -11,7 +11,6 @@ from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.limits import QosLimits
 from sim.profile import (
-    PRIORITIES,
     PRIORITY_SETTINGS,
     SiteProfile,
     cluster_size,
@@ -28,8 +27,15 @@ from tests.sim.recorded import write_sacct_with_priority
 from tests.sim.simhelpers import make_trace
 
 
-def recorded_log(limits: QosLimits | None, total: int = 32, n: int = 1500, seed: int = 3):
-    """A loaded workload of 8 users, replayed under ``limits``; its schedule recorded."""
+def recorded_log(
+    limits: QosLimits | None,
+    total: int = 32,
+    n: int = 1500,
+    seed: int = 3,
+    cfg: SlurmConfig | None = None,
+):
+    """A loaded workload of 8 users, replayed under ``limits`` (and ``cfg``, default
+    Slurm's); its schedule recorded."""
     rng = np.random.default_rng(seed)
     submit = np.sort(rng.uniform(0, 5 * 86400, n))
     runtime = rng.uniform(600, 6 * 3600, n).round()
@@ -40,7 +46,7 @@ def recorded_log(limits: QosLimits | None, total: int = 32, n: int = 1500, seed:
         for s, r, u, us in zip(submit, runtime, units, users, strict=True)
     ]
     trace = make_trace(rows, total=total)
-    sim = Simulator(trace, SlurmConfig(), limits=limits)
+    sim = Simulator(trace, cfg or SlurmConfig(), limits=limits)
     sim.run()
     start = {r.trace_index: r.start for r in sim.records}
     trace.recorded_start = np.array([start[i] for i in range(n)])
@@ -81,7 +87,7 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     # no recorded Priority column: the priority is chosen by the replays' loss, as before
     assert prof.priority_spearman == {}
     tried = {str(s["setting"]).split("priority ")[1].split(",")[0] for s in prof.steps}
-    assert tried == set(PRIORITIES)
+    assert tried == set(PRIORITY_SETTINGS)
     # stored beside the trace and found again by its digest only
     path = store(prof, trace.source)
     assert path == tmp_path / "log.swf.profile.json"
@@ -154,6 +160,19 @@ def test_the_priority_is_recovered_from_a_recorded_priority_column(tmp_path, key
     assert set(ranked) == set(PRIORITY_SETTINGS)
     assert max(ranked, key=ranked.__getitem__) == key
     assert ranked[key] > 0.99 and ranked["fifo"] < 0.5
+
+
+def test_fit_recovers_a_priority_from_the_schedule_alone():
+    """No Priority column: the replays' loss finds the multifactor setting the log was
+    recorded under, jointly with the availability window (a window alone, under FIFO,
+    was the fit's old local optimum)."""
+    key = "fairshare-1d-size10k"
+    trace = recorded_log(None, n=700, cfg=config_of(key), seed=5)
+    trace.digest = "ef" * 32
+    prof = fit(trace, jitters=1)
+    assert prof.priority_spearman == {}
+    assert prof.priority == key, prof.describe()
+    assert prof.fit["spearman"] > 0.95 and prof.fit["ks"] < 0.05
 
 
 def test_fit_keeps_the_priority_the_recorded_column_chose(tmp_path):

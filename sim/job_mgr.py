@@ -148,20 +148,20 @@ class JobManager(EngineState):
     def _trace_job(self, i: int) -> SimJob:
         a = self._arrays
         return self._new_job(
-            int(a.job_id[i]),
+            a.job_id[i],
             i,
-            int(a.units[i]),
-            float(a.limit[i]),
-            float(a.runtime[i]),
-            int(a.user[i]),
-            int(a.group[i]),
+            a.units[i],
+            a.limit[i],
+            a.runtime[i],
+            a.user[i],
+            a.group[i],
             a.names[i] if a.names else "",
-            float(a.submit[i]),
+            a.submit[i],
             None,
             [],
             a.partitions[i] if a.partitions else "",
             0.0,
-            int(a.exit_code[i]),
+            a.exit_code[i],
         )
 
     def _arrive(self, job: SimJob) -> None:
@@ -387,25 +387,26 @@ class JobManager(EngineState):
 
 
 class _TraceArrays:
-    """The trace as plain arrays the event loop indexes (shared, never copied)."""
+    """The trace's columns as Python lists the event loop indexes: an item is a Python int
+    or float already, with no NumPy scalar to box and convert per job."""
 
     def __init__(self, trace: Trace | None, total_units: int, partitioned: bool) -> None:
+        self.submit: list[float] = []
+        self.names: list[str] = []
+        self.partitions: list[str] = []
         if trace is None or len(trace) == 0:
             self.n = 0
             self.max_id = 0
-            self.submit = np.empty(0)
-            self.names: list[str] = []
-            self.partitions: list[str] = []
             return
         self.n = len(trace)
-        self.job_id = trace.job_id
-        self.submit = trace.submit.astype(np.float64)
-        self.units = np.clip(trace.units, 1, total_units)
-        self.limit = trace.limit
-        self.runtime = trace.runtime
-        self.user = trace.user
-        self.group = trace.group
-        self.exit_code = trace.exit_code
+        self.job_id: list[int] = trace.job_id.astype(np.int64).tolist()
+        self.submit = trace.submit.astype(np.float64).tolist()
+        self.units: list[int] = np.clip(trace.units, 1, total_units).astype(np.int64).tolist()
+        self.limit: list[float] = trace.limit.astype(np.float64).tolist()
+        self.runtime: list[float] = trace.runtime.astype(np.float64).tolist()
+        self.user: list[int] = trace.user.astype(np.int64).tolist()
+        self.group: list[int] = trace.group.astype(np.int64).tolist()
+        self.exit_code: list[int] = trace.exit_code.astype(np.int64).tolist()
         self.names = trace.names
         # trace partitions matter only where the config defines partitions
         self.partitions = trace.partitions if partitioned else []

@@ -65,11 +65,7 @@ class Backfill(EngineState):
         else:
             idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
         if idx:
-            started = [order[i] for i in idx]
-            for i in reversed(idx):
-                del order[i]
-            for job in started:
-                self._start(job, backfill=True)
+            self._start_picked([(i, None) for i in idx], backfill=True)
 
     def _plan_limited(self) -> list[int]:
         """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
@@ -175,11 +171,7 @@ class Backfill(EngineState):
         plan = self._walk_pools(stop, True)
         assert isinstance(plan, list)
         if plan:
-            jobs = [(order[i], alloc) for i, alloc in plan]
-            for i, _ in reversed(plan):
-                del order[i]
-            for job, alloc in jobs:
-                self._start(job, True, alloc)
+            self._start_picked(plan, backfill=True)
 
 
 def _round_end(t: float, res: float) -> float:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from hpcbase.jobs import JobSpec
     from sim.config import SlurmConfig
     from sim.dependency import Dependency
@@ -112,6 +114,9 @@ class EngineState:
         ) -> SimJob: ...
         def _reject_reason(self, job: SimJob) -> str | None: ...
         def _start(self, job: SimJob, backfill: bool, alloc: Alloc | None = None) -> None: ...
+        def _start_picked(
+            self, picks: Sequence[tuple[int, Alloc | None]], backfill: bool
+        ) -> None: ...
         def _known(self, jid: int) -> bool: ...
 
         # sim/job_scheduler.py

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,6 +301,16 @@ class JobManager(EngineState):
                     self._check_eligible(w)
         if self.on_start is not None:
             self.on_start(job.id, now)
+
+    def _start_picked(self, picks: Sequence[tuple[int, Alloc | None]], backfill: bool) -> None:
+        """Take the jobs a pass picked (indices into the queue, ascending, with their
+        allocations) out of the queue, then start them in that order."""
+        order = self.state.order
+        jobs = [(order[i], alloc) for i, alloc in picks]
+        for i, _ in reversed(picks):
+            del order[i]
+        for job, alloc in jobs:
+            self._start(job, backfill, alloc)
 
     def _release(self, job: SimJob, state: JobState) -> None:
         """A running job ended (completed, failed, timed out or cancelled)."""

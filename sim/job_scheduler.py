@@ -75,27 +75,17 @@ class MainScheduler(EngineState):
             self._main_pass_general(depth)
             return
         st = self.state
-        order = st.order
-        started = strict_picks(order, depth, st.free, len(self.cfg.partitions) <= 1)
+        started = strict_picks(st.order, depth, st.free, len(self.cfg.partitions) <= 1)
         if started:
-            jobs = [order[i] for i in started]
-            for i in reversed(started):
-                del order[i]
-            for job in jobs:
-                self._start(job, backfill=False)
+            self._start_picked([(i, None) for i in started], backfill=False)
 
     def _main_pass_general(self, depth: int) -> None:
         """:meth:`_main_pass` on node pools or under QOS limits: a job held by a limit is
         skipped and blocks nothing; a job fits when its partition's nodes hold it."""
         st = self.state
-        order = st.order
-        started = self._general_picks(order, depth, st.free, {})
+        started = self._general_picks(st.order, depth, st.free, {})
         if started:
-            jobs = [(order[i], alloc) for i, alloc in started]
-            for i, _ in reversed(started):
-                del order[i]
-            for job, alloc in jobs:
-                self._start(job, False, alloc)
+            self._start_picked(started, backfill=False)
 
     def _general_picks(
         self, order: list[SimJob], depth: int, free: int, extra: dict[int, list[int]]

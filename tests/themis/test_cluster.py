@@ -83,6 +83,23 @@ def test_controller_caps_nobody_while_one_job_alone_moves_data() -> None:
     assert caps["2"] >= 2 * caps["1"]  # 2 nodes against 1 (and job 1 is over its share)
 
 
+def test_controller_shares_out_the_recent_peak_not_one_slow_window() -> None:
+    policy = Policy.from_name("job-fair")
+    ctl = Controller("A", headroom=1.1, peak_half_life=5.0)
+
+    def window(mb: float) -> float:
+        rep = [Report("A", 0, 0.5, (usage(T1, "A", mb / 2), usage(T2, "A", mb / 2)), {})]
+        return ctl.update(policy, rep, learn=False).capacity
+
+    assert window(100) == pytest.approx(110e6)  # headroom over the measured rate
+    # a slow window (the caps' own doing, or noise) does not shrink what is shared out...
+    assert window(50) == pytest.approx(100e6 * 0.5 ** (0.5 / 5.0))
+    # ...but the peak fades: 20 s of slow windows later, the measured rate rules again
+    for _ in range(40):
+        cap = window(50)
+    assert cap == pytest.approx(55e6)
+
+
 def test_local_store_is_a_cluster_of_this_node_alone() -> None:
     """``cluster.url = "local:"``: no Redis; the node's own report is the only one, and a
     job that moves data counts as wanting more (nothing queues when the CPU is the limit)."""

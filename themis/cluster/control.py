@@ -5,7 +5,10 @@ Each window every daemon runs :meth:`Controller.update` over the same reports:
 1. the aggregate rate R of the last window (every job on every node);
 2. the capacity to share: ``capacity`` when configured, else measured: R x ``headroom``, or
    R x ``probe`` when every capped, backlogged job reached its cap (nothing says the store is
-   saturated: find out whether it can do more);
+   saturated: find out whether it can do more), and never less than the recent peak of R
+   (which decays with a half-life of ``peak_half_life`` seconds): caps set from one slow
+   window would make the next one slow too, and the aggregate would spiral down while the
+   store could do more;
 3. the global allocation of that capacity (:func:`themis.sched.allocation.allocate_usage`:
    weighted max-min down the policy tree, multi-node jobs split by measured demand);
 4. a per-job integral correction ``k`` (the product of ``(target / achieved) ** gain`` over
@@ -51,6 +54,7 @@ class Controller:
         gain: float = 0.5,
         limit: float = 4.0,
         binding: float = 0.95,
+        peak_half_life: float = 5.0,
     ) -> None:
         self.node = node
         self.capacity = capacity
@@ -59,6 +63,8 @@ class Controller:
         self.gain = gain
         self.limit = limit
         self.binding = binding
+        self.peak_half_life = peak_half_life
+        self.peak = 0.0  # the recent peak of the measured aggregate, decaying
         self.k: dict[str, float] = {}
 
     def update(self, policy: Policy, reports: Sequence[Report], learn: bool = True) -> Decision:
@@ -78,6 +84,7 @@ class Controller:
                         capped_busy += 1
                         binding += u.rate >= self.binding * cap
         measured = math.fsum(rate.values())
+        self._remember_peak(measured, max((r.seconds for r in reports), default=0.0))
         out = Decision(measured=measured, nodes=len(reports))
         wanting = backlogged | {job for job, r in rate.items() if r > 0}
         if measured <= 0 or not usage or (len(wanting) < 2 and not self.capacity):
@@ -89,7 +96,7 @@ class Controller:
         if self.capacity > 0:
             capacity = self.capacity
         else:
-            capacity = measured * (self.probe if probing else self.headroom)
+            capacity = max(measured * (self.probe if probing else self.headroom), self.peak)
         alloc = allocate_usage(policy, usage, capacity)
         out.capacity, out.probing = capacity, probing and self.capacity <= 0
         out.target = {j: a / capacity for j, a in alloc.jobs.items()}
@@ -99,6 +106,11 @@ class Controller:
             job: a * k.get(job, 1.0) for (job, node), a in alloc.nodes.items() if node == self.node
         }
         return out
+
+    def _remember_peak(self, measured: float, seconds: float) -> None:
+        """Decay the peak by the window's length, then raise it to ``measured``."""
+        decay = 0.5 ** (seconds / self.peak_half_life) if self.peak_half_life > 0 else 0.0
+        self.peak = max(measured, self.peak * decay)
 
     def _correct(
         self, target: dict[str, float], achieved: dict[str, float], backlogged: set[str]

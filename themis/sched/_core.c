@@ -166,6 +166,7 @@ struct ts_core {
     ring_t ready;
     int nwaiters, shared; /* shared: C threads have called acquire() */
     waiter *waiters;
+    waiter *timekeeper; /* the one waiter that sleeps until the throttle's wake-up time */
     /* the achieved-share window: (job, serial, nbytes) */
     int64_t wsize, wlen, whead;
     int32_t *wjob;
@@ -363,12 +364,14 @@ static int64_t dispatch_one(ts_core *c, double now) {
 }
 
 /* Dispatch everything that may run now for the C waiters; Python chunks go to `ready`.  When a
- * throttling dispatcher holds work back, one waiter is woken to sleep until its wake-up time. */
+ * throttling dispatcher holds work back, one waiter (the timekeeper, else the first) is woken
+ * to sleep until the wake-up time, which may now be earlier. */
 static int pump(ts_core *c, double now) {
     while (c->inflight < c->max_inflight && c->queued) {
         int64_t id = dispatch_one(c, now);
         if (id == -1) {
-            if (c->waiters && (c->capped || c->kind == D_TBF || c->kind == D_GIFT)) pthread_cond_signal(&c->waiters->cv);
+            if (c->waiters && (c->capped || c->kind == D_TBF || c->kind == D_GIFT))
+                pthread_cond_signal(c->timekeeper ? &c->timekeeper->cv : &c->waiters->cv);
             break;
         }
         if (id == -2) return -1;
@@ -448,9 +451,13 @@ static int64_t api_acquire(ts_core *c, int32_t h, uint64_t nbytes) {
     if (w.next) w.next->prev = &w;
     c->waiters = &w;
     if (pump(c, mono())) rc = -ENOMEM;
+    /* Only one waiter at a time sleeps until the throttle's wake-up time (the timekeeper);
+     * the others wait to be dispatched: waking them all at every wake-up would spend the
+     * CPU that the throttled jobs leave to the others. */
     while (!w.ready && rc >= 0) {
-        double wake = disp_wakeup(c, mono());
+        double wake = c->timekeeper && c->timekeeper != &w ? NAN : disp_wakeup(c, mono());
         if (isnan(wake)) {
+            if (c->timekeeper == &w) c->timekeeper = NULL;
             pthread_cond_wait(&w.cv, &c->mu);
         } else {
             struct timespec ts;
@@ -460,6 +467,7 @@ static int64_t api_acquire(ts_core *c, int32_t h, uint64_t nbytes) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000L;
             }
+            c->timekeeper = &w;
             pthread_cond_timedwait(&w.cv, &c->mu, &ts);
             if (!w.ready && pump(c, mono())) rc = -ENOMEM;
         }
@@ -470,6 +478,10 @@ static int64_t api_acquire(ts_core *c, int32_t h, uint64_t nbytes) {
     else
         c->waiters = w.next;
     if (w.next) w.next->prev = w.prev;
+    if (c->timekeeper == &w) { /* hand the clock to another waiter */
+        c->timekeeper = NULL;
+        if (c->waiters) pthread_cond_signal(&c->waiters->cv);
+    }
 out:
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&w.cv);

@@ -422,6 +422,8 @@ static double inner_wakeup(ts_core *c, double now) {
     return NAN;
 }
 
+#define RELEASE_AT 0.25
+
 /* Rate caps (themis/sched/ratecap.py): a capped job pays for each chunk from a token bucket
  * and leaves the inner lottery/SFQ dispatcher while its tokens are below zero. */
 static job_t *cap_of(ts_core *c, int32_t h, double now) {
@@ -448,7 +450,9 @@ static int cap_hold(ts_core *c, int32_t h) {
     job_t *j = &c->jobs[h];
     j->cheld = j->cheld_since = 1;
     j->cgen++;
-    tent e = {j->clast + (-j->ctokens) / j->crate, c->cseq++, j->cgen, h};
+    /* released when its tokens are back to RELEASE_AT of the bucket (ratecap.py), so that a
+     * capped job's chunks go out in batches, not one wake-up per chunk */
+    tent e = {j->clast + (c->cap_burst_s * RELEASE_AT * j->crate - j->ctokens) / j->crate, c->cseq++, j->cgen, h};
     return tpush(&c->cheap, e);
 }
 

@@ -4,7 +4,9 @@
 dispatched exactly as by the inner dispatcher.  A capped job has a token bucket (bytes, at its
 cap in bytes/s, holding at most ``burst_s`` seconds' worth); each dispatched chunk is paid for,
 and a job whose tokens go below zero is taken out of the inner dispatcher until they are back
-(``wakeup`` says when), so among the jobs that may run the inner policy still decides.  Caps
+to ``RELEASE_AT`` of a full bucket (``wakeup`` says when; releasing at zero would wake the
+job's waiting threads once per chunk), so among the jobs that may run the inner policy still
+decides.  Caps
 change at any time with :meth:`set_rates`; :meth:`take_held` tells which jobs were held back
 since the last call (they would have taken more: backlogged).
 """
@@ -19,6 +21,8 @@ from typing import Any
 from themis.sched.dispatch import Dispatcher
 from themis.sched.items import JobState
 from themis.sched.policy import Policy
+
+RELEASE_AT = 0.25  # a held job's tokens come back to this fraction of its bucket (_core.c too)
 
 
 class _Cap:
@@ -105,7 +109,7 @@ class RateCapDispatcher(Dispatcher):
         cap.held = True
         cap.gen += 1
         self._held_ids.add(cap.job.tag.job_id)
-        ready = cap.last + (-cap.tokens) / cap.rate
+        ready = cap.last + (self.burst_s * RELEASE_AT * cap.rate - cap.tokens) / cap.rate
         heapq.heappush(self._heap, (ready, next(self._seq), cap.gen, cap))
 
     def _release(self, cap: _Cap, now: float) -> None:

@@ -330,11 +330,14 @@ class Scheduler:
         except ValueError:
             self.policy = old
             raise
+        fresh = disp is not self._disp
         self._disp_request, self._disp, self._timed = request, disp, disp.timed
         self._boosts = {}  # a new dispatcher starts without boosts
         self._reap()
         core = self.core
         core.configure(_config(disp, len(policy.levels)))
+        if fresh:  # ...and without the jobs its predecessor held back (RateCapDispatcher)
+            core.take_held()
         for job in self._jobs.values():
             job.path = policy.path(job.tag)
             core.set_job(job.handle, *self._desc(job.tag))

@@ -6,9 +6,8 @@ cap in bytes/s, holding at most ``burst_s`` seconds' worth); each dispatched chu
 and a job whose tokens go below zero is taken out of the inner dispatcher until they are back
 to ``RELEASE_AT`` of a full bucket (``wakeup`` says when; releasing at zero would wake the
 job's waiting threads once per chunk), so among the jobs that may run the inner policy still
-decides.  Caps
-change at any time with :meth:`set_rates`; :meth:`take_held` tells which jobs were held back
-since the last call (they would have taken more: backlogged).
+decides.  Caps change at any time with :meth:`set_rates`; :meth:`take_held` tells which jobs
+were held back since the last call (they would have taken more: backlogged).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from themis.sched.dispatch import Dispatcher
 from themis.sched.items import JobState
 from themis.sched.policy import Policy
 
-RELEASE_AT = 0.25  # a held job's tokens come back to this fraction of its bucket (_core.c too)
+RELEASE_AT = 0.25  # a held job's tokens come back to this much of its bucket (_core_dispatch.c)
 
 
 class _Cap:

@@ -579,9 +579,13 @@ static int set_slot(PyObject *job, int f, PyObject *value) {
 
 /* refresh(order, tick, w_age, max_age, w_fs, fs) -> bool
  * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
- * integer, at least 1), set job.prio and job.key, sort `order` in place by key; True if
- * the order changed. fs: fair-share factor per user code, a float64 buffer (a NumPy
- * array) or None; users past its end get 1.0. */
+ * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
+ * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
+ * rebuilds it when asked: most are never asked before the next tick). fs: the fair-share
+ * factor per user code, as a float64 buffer (a NumPy array) or as (usage, total, scale),
+ * the folded usage from which each queued job's factor 2^(-(usage / total) * scale) is
+ * computed here (sim.priority.FairShare: only the queued users' factors are needed), or
+ * None; users past its end get 1.0. */
 static PyObject *refresh(PyObject *self, PyObject *args) {
     PyObject *order, *fs;
     double tick, w_age, max_age, w_fs;
@@ -592,6 +596,14 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     if (n == 0) Py_RETURN_FALSE;
     Py_buffer view = {0};
     const double *fsv = NULL;
+    int lazy = 0;  /* fs given as (usage, total, scale) */
+    double fs_total = 0.0, fs_scale = 1.0;
+    if (PyTuple_Check(fs)) {
+        if (!PyArg_ParseTuple(fs, "Odd;fs: expected (usage, total, scale)", &fs, &fs_total,
+                              &fs_scale))
+            return NULL;
+        lazy = 1;
+    }
     if (fs != Py_None) {
         if (PyObject_GetBuffer(fs, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
         if (view.format == NULL || strcmp(view.format, "d") != 0 || view.ndim != 1) {
@@ -621,16 +633,19 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
             if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
         }
         if (w_fs != 0.0) {
-            p += w_fs * (user >= 0 && user < n_fs ? fsv[user] : 1.0);
+            double f = 1.0;
+            if (user >= 0 && user < n_fs)
+                f = !lazy ? fsv[user] : fs_total > 0 ? exp2(-(fsv[user] / fs_total) * fs_scale) : 1.0;
+            p += w_fs * f;
         }
         long long prio = (long long)p;
         if (prio < 1) prio = 1;
         if (prio != old_prio) {
             PyObject *po = PyLong_FromLongLong(prio);
-            PyObject *key = po ? Py_BuildValue("(LLL)", -tier, -prio, seq) : NULL;
-            if (key == NULL) { Py_XDECREF(po); goto fail; }
+            if (po == NULL) goto fail;
             set_slot(job, F_PRIO, po);
-            set_slot(job, F_KEY, key);
+            Py_INCREF(Py_None);
+            set_slot(job, F_KEY, Py_None);
         }
         items[i].tier = tier;
         items[i].prio = prio;
@@ -674,9 +689,10 @@ static int use_count(PyObject *use, int k, long long *out) {
     return read_ll(PyList_GET_ITEM(use, k), out);
 }
 
-/* limit_filter(order, stop, user_use, limits) -> (list[int], list[job])
+/* limit_filter(order, stop, user_use, limits) -> (list[int], list[job]) | None
  * Indices (and the jobs) among the first `stop` jobs of `order` that no QOS limit on running jobs holds
- * back now (sim/acct_policy.py, _limit_reason, is the reference). limits: (max_jobs,
+ * back now (sim/acct_policy.py, _limit_reason, is the reference); None when it holds none
+ * of them back (the usual case: the lists are only built from the first job it holds). limits: (max_jobs,
  * max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus), -1 for
  * no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a node-counted one
  * units * node_cpus CPUs. */
@@ -695,8 +711,7 @@ static PyObject *limit_filter(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (stop < n) n = stop < 0 ? 0 : stop;
-    PyObject *out = PyList_New(0), *kept = PyList_New(0);
-    if (out == NULL || kept == NULL) goto fail;
+    PyObject *out = NULL, *kept = NULL;  /* built from the first held job on */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
         long long units, jobs, held_nodes, held_cpus;
@@ -708,10 +723,24 @@ static PyObject *limit_filter(PyObject *self, PyObject *args) {
             goto fail;
         long long nodes = cpu_counted ? (units + per_node - 1) / per_node : units;
         long long cpus = cpu_counted ? units : units * node_cpus;
-        if (max_jobs >= 0 && jobs + 1 > max_jobs) continue;
-        if (max_nodes >= 0 && !(exempt && nodes > max_nodes) && held_nodes + nodes > max_nodes)
-            continue;
-        if (max_cpus >= 0 && held_cpus + cpus > max_cpus) continue;
+        int held = (max_jobs >= 0 && jobs + 1 > max_jobs) ||
+                   (max_nodes >= 0 && !(exempt && nodes > max_nodes) &&
+                    held_nodes + nodes > max_nodes) ||
+                   (max_cpus >= 0 && held_cpus + cpus > max_cpus);
+        if (held && out == NULL) {  /* the jobs before this one were all kept */
+            out = PyList_New(0);
+            kept = PyList_GetSlice(order, 0, i);
+            if (out == NULL || kept == NULL) goto fail;
+            for (Py_ssize_t k = 0; k < i; k++) {
+                PyObject *idx = PyLong_FromSsize_t(k);
+                if (idx == NULL || PyList_Append(out, idx) < 0) {
+                    Py_XDECREF(idx);
+                    goto fail;
+                }
+                Py_DECREF(idx);
+            }
+        }
+        if (held || out == NULL) continue;
         PyObject *idx = PyLong_FromSsize_t(i);
         if (idx == NULL || PyList_Append(out, idx) < 0 || PyList_Append(kept, job) < 0) {
             Py_XDECREF(idx);
@@ -719,6 +748,7 @@ static PyObject *limit_filter(PyObject *self, PyObject *args) {
         }
         Py_DECREF(idx);
     }
+    if (out == NULL) Py_RETURN_NONE;
     return Py_BuildValue("(NN)", out, kept);
 fail:
     Py_XDECREF(out);
@@ -748,10 +778,11 @@ static int get_out(PyObject *o, Py_buffer *v, Py_ssize_t n, int is_int, const ch
     return 0;
 }
 
-/* fairshare_tick(usage, run_units, accrued, stamp, now, decay, n_users, out)
+/* fairshare_tick(usage, run_units, accrued, stamp, now, decay, n_users, out) -> total
  * One PriorityCalcPeriod tick of sim.priority.FairShare, in place: usage = usage * decay +
- * (accrued + run_units * (now - stamp)); accrued = 0; stamp = now; then the factor per user
- * out = 2^(-(usage / total) * n_users), or 1 everywhere while nobody has usage. */
+ * (accrued + run_units * (now - stamp)); accrued = 0; stamp = now; then, unless out is
+ * None, the factor per user out = 2^(-(usage / total) * n_users), or 1 everywhere while
+ * nobody has usage. Returns total, everyone's usage. */
 static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     PyObject *o[5];
     double now, decay;
@@ -761,14 +792,16 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     static const char *names[5] = {"usage", "run_units", "accrued", "stamp", "out"};
     Py_buffer v[5];
     Py_ssize_t n = -1;
-    for (int k = 0; k < 5; k++) {
+    int n_bufs = o[4] == Py_None ? 4 : 5;
+    for (int k = 0; k < n_bufs; k++) {
         if (get_out(o[k], &v[k], n, 0, names[k]) < 0) {
             while (k-- > 0) PyBuffer_Release(&v[k]);
             return NULL;
         }
         n = v[k].shape[0];
     }
-    double *usage = v[0].buf, *run = v[1].buf, *acc = v[2].buf, *stamp = v[3].buf, *out = v[4].buf;
+    double *usage = v[0].buf, *run = v[1].buf, *acc = v[2].buf, *stamp = v[3].buf;
+    double *out = n_bufs == 5 ? v[4].buf : NULL;
     double total = 0.0;
     for (Py_ssize_t i = 0; i < n; i++) {
         double a = acc[i] + run[i] * (now - stamp[i]);
@@ -778,10 +811,10 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
         total += usage[i];
     }
     double scale = (double)(n_users > 1 ? n_users : 1);
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++)
         out[i] = total > 0 ? exp2(-(usage[i] / total) * scale) : 1.0;
-    for (int k = 0; k < 5; k++) PyBuffer_Release(&v[k]);
-    Py_RETURN_NONE;
+    for (int k = 0; k < n_bufs; k++) PyBuffer_Release(&v[k]);
+    return PyFloat_FromDouble(total);
 }
 
 /* queue_arrays(pending, running, pend_id, pend_units, pend_limit, pend_submit,

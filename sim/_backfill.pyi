@@ -15,7 +15,7 @@ def refresh(
     w_age: float,
     max_age: float,
     w_fs: float,
-    fs: np.ndarray | None,
+    fs: np.ndarray | tuple[np.ndarray, float, float] | None,
     /,
 ) -> bool: ...
 def fairshare_tick(
@@ -26,16 +26,16 @@ def fairshare_tick(
     now: float,
     decay: float,
     n_users: int,
-    out: np.ndarray,
+    out: np.ndarray | None,
     /,
-) -> None: ...
+) -> float: ...
 def limit_filter(
     order: list[Any],
     stop: int,
     user_use: dict[int, list[int]],
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
-) -> tuple[list[int], list[Any]]: ...
+) -> tuple[list[int], list[Any]] | None: ...
 def queue_arrays(
     pending: dict[int, Any],
     running: dict[int, Any],

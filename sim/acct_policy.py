@@ -15,6 +15,9 @@ class AcctPolicy(EngineState):
 
     unit: str
     _node_cpus: int  # CPUs per node on a node-counted cluster, when the config says
+    _limit_params_cache: (
+        tuple[tuple[int, str], tuple[int, int, int, bool, bool, int, int]] | None
+    ) = None
 
     def _use(self, user: int) -> list[int]:
         """The user's [running jobs, nodes, CPUs, pending + running jobs] (QOS limits)."""
@@ -55,12 +58,22 @@ class AcctPolicy(EngineState):
                 return REASON_CPUS
         return None
 
-    def _unheld(self, order: list[SimJob], stop: int) -> tuple[list[int], list[SimJob]]:
+    def _unheld(self, order: list[SimJob], stop: int) -> tuple[list[int], list[SimJob]] | None:
         """The indices, and the jobs, among the first ``stop`` of ``order`` that no limit
-        holds back now: :meth:`_limit_reason` over them, compiled (sim/_backfill.c)."""
+        holds back now, or None when none is held: :meth:`_limit_reason` over them, compiled
+        (sim/_backfill.c)."""
+        if self.limits is None:
+            return None
+        return _backfill.limit_filter(order, stop, self.state.user_use, self._limit_params())
+
+    def _limit_params(self) -> tuple[int, int, int, bool, bool, int, int]:
+        """The limits as ``_backfill.limit_filter`` takes them (-1: no limit), made once."""
         lim = self.limits
-        if lim is None:
-            return list(range(min(stop, len(order)))), order[:stop]
+        assert lim is not None
+        key = (id(lim), self.unit)
+        cached = self._limit_params_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
 
         def cap(v: int | None) -> int:
             return -1 if v is None else v
@@ -75,7 +88,8 @@ class AcctPolicy(EngineState):
             self._cpus_per_node if cpu_counted else 1,
             1 if cpu_counted else self._node_cpus,
         )
-        return _backfill.limit_filter(order, stop, self.state.user_use, params)
+        self._limit_params_cache = (key, params)
+        return params
 
     def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:
         """Add (sign=1) or remove (-1) a running job to per-user counts ``extra``."""

@@ -73,17 +73,24 @@ class Backfill(EngineState):
         reservation. The plan is redone without the first job a limit holds until none is
         held: the walk before that job is unchanged, so this is the walk in order."""
         order = self.state.order
-        cand, jobs = self._unheld(order, self.cfg.bf_max_job_test)
+        stop = min(self.cfg.bf_max_job_test, len(order))
+        unheld = self._unheld(order, stop)
+        # cand: the walked jobs' indices into order; None while they are order[:stop]
+        cand, jobs = (None, order) if unheld is None else unheld
+        n = stop if cand is None else len(jobs)
         while True:
-            idx = _backfill.plan(jobs, len(jobs), self._map_params())
+            idx = _backfill.plan(jobs, n, self._map_params())
             extra: dict[int, list[int]] = {}
             for k in idx:
                 if self._limit_reason(jobs[k], extra) is not None:
+                    if cand is None:
+                        cand, jobs = list(range(stop)), order[:stop]
                     del cand[k], jobs[k]
+                    n -= 1
                     break
                 self._count_start(jobs[k], extra)
             else:
-                return [cand[k] for k in idx]
+                return idx if cand is None else [cand[k] for k in idx]
 
     def _segment_map(
         self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]

@@ -32,7 +32,8 @@ class FairShare:
         self.last = 0.0  # time up to which `accrued` is folded for users with no change
         self.stamp = np.zeros(max(n_users, 1))
         self.n_active_users = 0
-        self._out: np.ndarray | None = None
+        self.total = 0.0  # everyone's usage, as of the last tick
+        self.scale = 1.0  # n_users of the last tick: each user's share is 1 / scale
 
     def _grow(self, user: int) -> None:
         n = self.usage.shape[0]
@@ -51,27 +52,35 @@ class FairShare:
         self.stamp[user] = now
         self.run_units[user] += delta_units
 
-    def tick(self, now: float, n_users: int) -> np.ndarray:
-        """Decay usage to ``now``, add what running jobs accrued since the last tick, and
-        return the fair-share factor per user: ``2^(-U/S)`` with ``S = 1/n_users``
-        (sim/_backfill.c; the array is reused by the next tick)."""
-        if self._out is None or self._out.shape != self.usage.shape:
-            self._out = np.ones_like(self.usage)
+    def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float]:
+        """Decay usage to ``now`` and add what running jobs accrued since the last tick
+        (sim/_backfill.c). The factors are not computed here: only the queued users' are
+        needed, and ``_backfill.refresh`` computes those from the :meth:`lazy_factors` this
+        returns; :meth:`factor` and :meth:`factors` give any user's."""
         dt = now - self.last
         if dt > 0:
             decay = 0.5 ** (dt / self.half_life) if self.half_life > 0 else 1.0
-            _backfill.fairshare_tick(
-                self.usage,
-                self.run_units,
-                self.accrued,
-                self.stamp,
-                now,
-                decay,
-                n_users,
-                self._out,
+            self.total = _backfill.fairshare_tick(
+                self.usage, self.run_units, self.accrued, self.stamp, now, decay, n_users, None
             )
+            self.scale = float(max(n_users, 1))
             self.last = now
-        return self._out
+        return self.lazy_factors()
+
+    def lazy_factors(self) -> tuple[np.ndarray, float, float]:
+        """The factors as ``_backfill.refresh`` takes them: (usage, total, scale)."""
+        return self.usage, self.total, self.scale
+
+    def factor(self, user: int) -> float:
+        """The fair-share factor ``2^(-(U/total) * scale)`` of ``user`` as of the last tick
+        (1 before any usage), computed as ``_backfill`` computes it."""
+        if self.total <= 0 or not 0 <= user < self.usage.shape[0]:
+            return 1.0
+        return math.exp2(-(float(self.usage[user]) / self.total) * self.scale)
+
+    def factors(self) -> np.ndarray:
+        """Every user's :meth:`factor` as of the last tick."""
+        return np.array([self.factor(u) for u in range(self.usage.shape[0])])
 
 
 class PriorityModel:
@@ -87,7 +96,6 @@ class PriorityModel:
         self.fairshare = FairShare(cfg.decay_half_life, n_users)
         max_pf = max((p.priority_job_factor for p in cfg.partitions.values()), default=1)
         self.max_part_factor = max(max_pf, 1)
-        self._fs: np.ndarray | None = None
         # Without accounting Slurm accrues no age and keeps no usage: both factors are 0.
         self.w_age = cfg.weight_age if cfg.accounting else 0
         self.w_fairshare = cfg.weight_fairshare if cfg.accounting else 0
@@ -112,17 +120,18 @@ class PriorityModel:
         )
 
     def begin_tick(self, now: float) -> None:
-        """Fold usage up to ``now`` and refresh the fair-share factors."""
+        """Fold usage up to ``now``."""
         if self.w_fairshare > 0:
-            self._fs = self.fairshare.tick(now, self.n_users)
+            self.fairshare.tick(now, self.n_users)
 
     # NOTE: refresh() in sim/_backfill.c computes the formula below for the whole queue at
     # each tick; keep the two in step (tests/sim/test_backfill_core.py compares them).
 
     @property
-    def fairshare_factors(self) -> np.ndarray | None:
-        """Fair-share factor per user code, as of the last :meth:`begin_tick` (None before)."""
-        return self._fs
+    def fairshare_factors(self) -> tuple[np.ndarray, float, float] | None:
+        """The fair-share factors as of the last :meth:`begin_tick`, as ``_backfill.refresh``
+        takes them (:meth:`FairShare.lazy_factors`); None without fair-share weight."""
+        return self.fairshare.lazy_factors() if self.w_fairshare > 0 else None
 
     def priority(self, static: float, accrue_from: float, user: int, now: float) -> int:
         """Slurm truncates the weighted sum to an integer; 0 means held, so at least 1."""
@@ -134,10 +143,7 @@ class PriorityModel:
             age = min(max(now - accrue_from, 0.0), c.max_age)
             p += self.w_age * (age / c.max_age if c.max_age > 0 else 1.0)
         if self.w_fairshare:
-            fs = self._fs
-            p += self.w_fairshare * (
-                float(fs[user]) if fs is not None and user < fs.shape[0] else 1.0
-            )
+            p += self.w_fairshare * self.fairshare.factor(user)
         return max(int(p), 1)
 
 

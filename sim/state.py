@@ -69,14 +69,18 @@ class SimJob:
     start: float
     end: float
     prio: int
-    key: tuple[int, int, int]
+    key: tuple[int, int, int] | None  # sort_key, when known; None: computed from the fields
     backfill: bool
     # set only with node pools or QOS limits (Simulator._general):
     pool: tuple[int, ...]  # its partition's node-pool segments (sim/pools.py); () = no pools
     alloc: list[tuple[int, int]] | None  # (segment, units) it holds while running, on pools
 
     def sort_key(self) -> tuple[int, int, int]:
-        return self.key
+        """The queue's order: tier, then priority (highest first), then arrival. The
+        priority refresh (sim/_backfill.c) clears ``key`` of the jobs whose priority changed,
+        and it is computed here for them (not stored: asking changes nothing)."""
+        key = self.key
+        return (-self.tier, -self.prio, self.seq) if key is None else key
 
 
 _backfill.register(SimJob)  # the compiled core reads its slots by offset

@@ -18,6 +18,11 @@ that row is left out and the reason printed. Each Themis row is printed as a rat
 passthrough_hp, to native tmpfs and to Themis fifo; the RESULT line carries the targets of
 issue 25 (size-fair >= 0.8x passthrough_hp, every row >= 0.9x fifo, moonshot >= 0.5x native).
 
+The run is made of rounds, each running every target once, in an order rotated from round
+to round. Figures are the best of the rounds. This machine's speed drifts by tens of per cent
+over minutes, so a row is held against fifo measured in the same round, the median of those
+per-round ratios (with one round, the plain ratio).
+
     .venv/bin/python bench/themis_fio.py [--quick] [--rounds 3] [--pyfuse3-example PATH]
 """
 
@@ -28,6 +33,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--runtime", type=float, default=10.0, help="cap per fio run, seconds")
     p.add_argument(
-        "--rounds", type=int, help="best of this many runs per figure (3; 1 with --quick)"
+        "--rounds",
+        type=int,
+        help="rounds, each running every target once in a rotated order (3; 1 with --quick): "
+        "the best of them per figure, and each row against fifo of the same round",
     )
     p.add_argument(
         "--quick",
@@ -248,43 +257,92 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         keys = args.only.split(",")
         targets = [t for t in targets if t[1] is None or any(k in t[0] for k in keys)]
-    table: dict[str, dict[str, float]] = {}
+    rounds: list[dict[str, dict[str, float]]] = []
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    failed: set[str] = set()
     try:
-        for label, cmd in targets:
-            daemon = None
-            where = backing
-            if cmd is not None:
-                try:
-                    daemon = FuseDaemon(
-                        cmd, mnt, base / "daemon.log", what=label, env=env, cwd=REPO
-                    )
-                except RuntimeError as exc:
-                    notes.append(f"{label}: {exc}")
-                    print(f"{label}: {exc}", flush=True)
+        for r in range(args.rounds):
+            # every target once per round, the order rotated from round to round: this
+            # machine's speed drifts over minutes, so a row is compared with fifo's of the
+            # same round, and no row is always measured at the same moment of a round
+            k = r % len(targets)
+            got: dict[str, dict[str, float]] = {}
+            rounds.append(got)
+            for label, cmd in targets[k:] + targets[:k]:
+                if label in failed:
                     continue
-                where = mnt
-            try:
-                row = table[label] = {}
-                for w in workloads:
-                    row[w.label] = max(fio(where, w, args.runtime) for _ in range(args.rounds))
-                    print(f"{label:40s} {w.label:18s} {row[w.label] / MiB:9.1f} MiB/s", flush=True)
-            finally:
-                if daemon is not None:
-                    daemon.stop()
+                daemon = None
+                where = backing
+                if cmd is not None:
+                    try:
+                        daemon = FuseDaemon(
+                            cmd, mnt, base / "daemon.log", what=label, env=env, cwd=REPO
+                        )
+                    except RuntimeError as exc:
+                        failed.add(label)
+                        notes.append(f"{label}: {exc}")
+                        print(f"{label}: {exc}", flush=True)
+                        continue
+                    where = mnt
+                try:
+                    row = got[label] = {}
+                    for w in workloads:
+                        row[w.label] = fio(where, w, args.runtime)
+                        print(
+                            f"round {r + 1} {label:40s} {w.label:18s} "
+                            f"{row[w.label] / MiB:9.1f} MiB/s",
+                            flush=True,
+                        )
+                finally:
+                    if daemon is not None:
+                        daemon.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    print_report(table, [w.label for w in workloads], notes)
+    labels = [label for label, _ in targets if label not in failed]
+    table = {label: best_of(rounds, label) for label in labels}
+    print_report(table, [w.label for w in workloads], notes, paired_vs_fifo(rounds, labels))
     return 0
+
+
+def best_of(rounds: list[dict[str, dict[str, float]]], label: str) -> dict[str, float]:
+    """The best figure of ``label`` per workload over the rounds."""
+    out: dict[str, float] = {}
+    for got in rounds:
+        for col, v in got.get(label, {}).items():
+            out[col] = max(out.get(col, 0.0), v)
+    return out
+
+
+def paired_vs_fifo(
+    rounds: list[dict[str, dict[str, float]]], labels: list[str]
+) -> dict[str, dict[str, float]]:
+    """Each row's ratio to Themis fifo within each round, the median over the rounds."""
+    out: dict[str, dict[str, float]] = {}
+    for label in labels:
+        per_col: dict[str, list[float]] = {}
+        for got in rounds:
+            fifo, row = got.get("themis fifo", {}), got.get(label, {})
+            for col, v in row.items():
+                if fifo.get(col):
+                    per_col.setdefault(col, []).append(v / fifo[col])
+        out[label] = {col: statistics.median(vs) for col, vs in per_col.items()}
+    return out
 
 
 def _ratio(a: dict[str, float], b: dict[str, float], col: str) -> float | None:
     return a[col] / b[col] if col in a and b.get(col) else None
 
 
-def print_report(table: dict[str, dict[str, float]], cols: list[str], notes: list[str]) -> None:
-    """The table in MiB/s, each Themis row's ratios, and the RESULT line."""
+def print_report(
+    table: dict[str, dict[str, float]],
+    cols: list[str],
+    notes: list[str],
+    vs_fifo: dict[str, dict[str, float]] | None = None,
+) -> None:
+    """The table in MiB/s (best of the rounds), each Themis row's ratios, and the RESULT
+    line. ``vs_fifo``: each row's ratio to fifo paired by round (median over the rounds);
+    without it, the ratio of the best figures."""
     print("\n| target (MiB/s) | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
     for label, row in table.items():
@@ -295,7 +353,8 @@ def print_report(table: dict[str, dict[str, float]], cols: list[str], notes: lis
         )
     native, hp = table.get("native tmpfs", {}), table.get(HP, {})
     fifo = table.get("themis fifo", {})
-    print("\nratios (x passthrough_hp / x native / x fifo):")
+    paired = "x fifo in the same round, median over the rounds" if vs_fifo else "x fifo"
+    print(f"\nratios (x passthrough_hp / x native / {paired}):")
     print("| Themis row | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
     worst_fifo = None
@@ -305,6 +364,8 @@ def print_report(table: dict[str, dict[str, float]], cols: list[str], notes: lis
         cells = []
         for c in cols:
             parts = [_ratio(row, ref, c) for ref in (hp, native, fifo)]
+            if vs_fifo is not None:
+                parts[2] = vs_fifo.get(label, {}).get(c)
             cells.append(" / ".join("-" if r is None else f"{r:.2f}" for r in parts))
             if parts[2] is not None and c in KEY and label in POLICY_ROWS:
                 worst_fifo = parts[2] if worst_fifo is None else min(worst_fifo, parts[2])

@@ -1,7 +1,7 @@
 /* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
  * backfill pass over it, the priority refresh (fair-share and sort) at each
- * PriorityCalcPeriod tick, the QOS limit filter of the backfill walk, and the arrays of a
- * queue snapshot.
+ * PriorityCalcPeriod tick and runs of ticks at which nothing else is due, the QOS limit
+ * filter of the backfill walk, and the arrays of a queue snapshot.
  *
  * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
@@ -577,47 +577,25 @@ static int set_slot(PyObject *job, int f, PyObject *value) {
     return 0;
 }
 
-/* refresh(order, tick, w_age, max_age, w_fs, fs) -> bool
- * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
- * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
- * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
- * rebuilds it when asked: most are never asked before the next tick). fs: the fair-share
- * factor per user code, as a float64 buffer (a NumPy array) or as (usage, total, scale),
- * the folded usage from which each queued job's factor 2^(-(usage / total) * scale) is
- * computed here (sim.priority.FairShare: only the queued users' factors are needed), or
- * None; users past its end get 1.0. */
-static PyObject *refresh(PyObject *self, PyObject *args) {
-    PyObject *order, *fs;
-    double tick, w_age, max_age, w_fs;
-    if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
-                          &w_fs, &fs))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(order), n_fs = 0;
-    if (n == 0) Py_RETURN_FALSE;
-    Py_buffer view = {0};
-    const double *fsv = NULL;
-    int lazy = 0;  /* fs given as (usage, total, scale) */
-    double fs_total = 0.0, fs_scale = 1.0;
-    if (PyTuple_Check(fs)) {
-        if (!PyArg_ParseTuple(fs, "Odd;fs: expected (usage, total, scale)", &fs, &fs_total,
-                              &fs_scale))
-            return NULL;
-        lazy = 1;
-    }
-    if (fs != Py_None) {
-        if (PyObject_GetBuffer(fs, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-        if (view.format == NULL || strcmp(view.format, "d") != 0 || view.ndim != 1) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_TypeError, "fs: expected a 1-d float64 array");
-            return NULL;
-        }
-        fsv = view.buf;
-        n_fs = view.shape[0];
-    }
+/* The fair-share factors as the refresh reads them: per user code, v[user] itself, or
+ * (lazy) 2^(-(v[user] / total) * scale) from the folded usage v; users past n get 1.0. */
+typedef struct {
+    const double *v;
+    Py_ssize_t n;
+    int lazy;
+    double total, scale;
+} FsView;
+
+/* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
+ * below); 1 if the order changed, 0 if not, -1 with an exception set. */
+static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
+                         const FsView *fs) {
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (n == 0) return 0;
     SortItem *items = PyMem_Malloc((size_t)n * sizeof(SortItem));
     if (items == NULL) {
-        if (fsv) PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
@@ -634,8 +612,10 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
         }
         if (w_fs != 0.0) {
             double f = 1.0;
-            if (user >= 0 && user < n_fs)
-                f = !lazy ? fsv[user] : fs_total > 0 ? exp2(-(fsv[user] / fs_total) * fs_scale) : 1.0;
+            if (user >= 0 && user < fs->n)
+                f = !fs->lazy       ? fs->v[user]
+                    : fs->total > 0 ? exp2(-(fs->v[user] / fs->total) * fs->scale)
+                                    : 1.0;
             p += w_fs * f;
         }
         long long prio = (long long)p;
@@ -655,24 +635,67 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     int changed = 0;
     Py_ssize_t k = 1;
     while (k < n && cmp_items(&items[k - 1], &items[k]) < 0) k++;
-    if (k == n) goto done;  /* usually still in order: ages grow alike */
-    qsort(items, (size_t)n, sizeof(SortItem), cmp_items);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *job = items[i].job;
-        PyObject **slotp = &((PyListObject *)order)->ob_item[i];
-        if (*slotp != job) {
-            changed = 1;
-            *slotp = job;  /* a permutation: the list keeps one reference per job */
+    if (k < n) { /* usually still in order: ages grow alike */
+        qsort(items, (size_t)n, sizeof(SortItem), cmp_items);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *job = items[i].job;
+            PyObject **slotp = &((PyListObject *)order)->ob_item[i];
+            if (*slotp != job) {
+                changed = 1;
+                *slotp = job; /* a permutation: the list keeps one reference per job */
+            }
         }
     }
-done:
     PyMem_Free(items);
-    if (fsv) PyBuffer_Release(&view);
-    return PyBool_FromLong(changed);
+    return changed;
 fail:
     PyMem_Free(items);
-    if (fsv) PyBuffer_Release(&view);
-    return NULL;
+    return -1;
+}
+
+/* A float64 1-d buffer of `fs` into `fsv` (None: an empty view). */
+static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
+    fsv->v = NULL;
+    fsv->n = 0;
+    if (fs == Py_None) return 0;
+    if (PyObject_GetBuffer(fs, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->format == NULL || strcmp(view->format, "d") != 0 || view->ndim != 1) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "fs: expected a 1-d float64 array");
+        return -1;
+    }
+    fsv->v = view->buf;
+    fsv->n = view->shape[0];
+    return 0;
+}
+
+/* refresh(order, tick, w_age, max_age, w_fs, fs) -> bool
+ * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
+ * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
+ * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
+ * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
+ * array) or as (usage, total, scale), the folded usage from which each queued job's factor
+ * 2^(-(usage / total) * scale) is computed here (sim.priority.FairShare: only the queued
+ * users' factors are needed), or None; users past its end get 1.0. */
+static PyObject *refresh(PyObject *self, PyObject *args) {
+    PyObject *order, *fs;
+    double tick, w_age, max_age, w_fs;
+    if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
+                          &w_fs, &fs))
+        return NULL;
+    FsView fsv = {NULL, 0, 0, 0.0, 1.0};
+    if (PyTuple_Check(fs)) {
+        if (!PyArg_ParseTuple(fs, "Odd;fs: expected (usage, total, scale)", &fs, &fsv.total,
+                              &fsv.scale))
+            return NULL;
+        fsv.lazy = 1;
+    }
+    Py_buffer view = {0};
+    if (fs_view(fs, &view, &fsv) < 0) return NULL;
+    int changed = refresh_order(order, tick, w_age, max_age, w_fs, &fsv);
+    if (fsv.v) PyBuffer_Release(&view);
+    if (changed < 0) return NULL;
+    return PyBool_FromLong(changed);
 }
 
 /* ------------------------------------------------------------------ QOS limits */
@@ -778,6 +801,20 @@ static int get_out(PyObject *o, Py_buffer *v, Py_ssize_t n, int is_int, const ch
     return 0;
 }
 
+/* One tick's fold of the decayed usage (sim.priority.FairShare.tick); returns the total. */
+static double fold_usage(double *usage, double *run, double *acc, double *stamp, Py_ssize_t n,
+                         double now, double decay) {
+    double total = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double a = acc[i] + run[i] * (now - stamp[i]);
+        usage[i] = usage[i] * decay + a;
+        acc[i] = 0.0;
+        stamp[i] = now;
+        total += usage[i];
+    }
+    return total;
+}
+
 /* fairshare_tick(usage, run_units, accrued, stamp, now, decay, n_users, out) -> total
  * One PriorityCalcPeriod tick of sim.priority.FairShare, in place: usage = usage * decay +
  * (accrued + run_units * (now - stamp)); accrued = 0; stamp = now; then, unless out is
@@ -802,19 +839,75 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     }
     double *usage = v[0].buf, *run = v[1].buf, *acc = v[2].buf, *stamp = v[3].buf;
     double *out = n_bufs == 5 ? v[4].buf : NULL;
-    double total = 0.0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double a = acc[i] + run[i] * (now - stamp[i]);
-        usage[i] = usage[i] * decay + a;
-        acc[i] = 0.0;
-        stamp[i] = now;
-        total += usage[i];
-    }
+    double total = fold_usage(usage, run, acc, stamp, n, now, decay);
     double scale = (double)(n_users > 1 ? n_users : 1);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++)
         out[i] = total > 0 ? exp2(-(usage[i] / total) * scale) : 1.0;
     for (int k = 0; k < n_bufs; k++) PyBuffer_Release(&v[k]);
     return PyFloat_FromDouble(total);
+}
+
+/* advance_ticks(order, first, period, limit, w_age, max_age, w_fs, share)
+ *     -> (tick, changed, total, last)
+ * The PriorityCalcPeriod ticks first, first + period, ... up to `limit` (each < limit) at
+ * which nothing but the tick happens (sim/engine.py, _quiet_ticks): at each, the fair-share
+ * usage is folded as FairShare.tick does (share: None without fair share, else (usage,
+ * run_units, accrued, stamp, half_life, n_users, last, total)) and the queue refreshed as
+ * refresh() does, stopping after the first tick whose refresh changed the order. Returns
+ * the last tick done, whether its refresh changed the order, and the fair share's total
+ * and last fold time after it. */
+static PyObject *advance_ticks(PyObject *self, PyObject *args) {
+    PyObject *order, *share;
+    double first, period, limit, w_age, max_age, w_fs;
+    if (!PyArg_ParseTuple(args, "O!ddddddO", &PyList_Type, &order, &first, &period, &limit,
+                          &w_age, &max_age, &w_fs, &share))
+        return NULL;
+    if (!(period > 0)) {
+        PyErr_SetString(PyExc_ValueError, "period must be > 0");
+        return NULL;
+    }
+    PyObject *o[4] = {NULL, NULL, NULL, NULL};
+    static const char *names[4] = {"usage", "run_units", "accrued", "stamp"};
+    double half_life = 0.0, last = 0.0, total = 0.0;
+    Py_ssize_t n_users = 1, n = -1;
+    int n_bufs = 0;
+    Py_buffer v[4];
+    FsView fsv = {NULL, 0, 1, 0.0, 1.0};
+    if (share != Py_None) {
+        if (!PyArg_ParseTuple(share, "OOOOdndd;share: expected (usage, run_units, accrued, "
+                                     "stamp, half_life, n_users, last, total)",
+                              &o[0], &o[1], &o[2], &o[3], &half_life, &n_users, &last, &total))
+            return NULL;
+        for (; n_bufs < 4; n_bufs++) {
+            if (get_out(o[n_bufs], &v[n_bufs], n, 0, names[n_bufs]) < 0) {
+                while (n_bufs-- > 0) PyBuffer_Release(&v[n_bufs]);
+                return NULL;
+            }
+            n = v[n_bufs].shape[0];
+        }
+        fsv.v = v[0].buf;
+        fsv.n = n;
+        fsv.scale = (double)(n_users > 1 ? n_users : 1);
+    }
+    double tick = first;
+    int changed = 0;
+    for (;;) {
+        if (n_bufs) {
+            double dt = tick - last;
+            if (dt > 0) {
+                double decay = half_life > 0 ? pow(0.5, dt / half_life) : 1.0;
+                total = fold_usage(v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, tick, decay);
+                last = tick;
+            }
+            fsv.total = total;
+        }
+        changed = refresh_order(order, tick, w_age, max_age, w_fs, &fsv);
+        if (changed != 0 || !(tick + period < limit)) break;
+        tick += period;
+    }
+    for (int k = 0; k < n_bufs; k++) PyBuffer_Release(&v[k]);
+    if (changed < 0) return NULL;
+    return Py_BuildValue("(dOdd)", tick, changed ? Py_True : Py_False, total, last);
 }
 
 /* queue_arrays(pending, running, pend_id, pend_units, pend_limit, pend_submit,
@@ -885,6 +978,7 @@ static PyMethodDef methods[] = {
     {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
     {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
+    {"advance_ticks", advance_ticks, METH_VARARGS, "Priority ticks at which nothing else happens."},
     {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},

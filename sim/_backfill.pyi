@@ -29,6 +29,17 @@ def fairshare_tick(
     out: np.ndarray | None,
     /,
 ) -> float: ...
+def advance_ticks(
+    order: list[Any],
+    first: float,
+    period: float,
+    limit: float,
+    w_age: float,
+    max_age: float,
+    w_fs: float,
+    share: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float] | None,
+    /,
+) -> tuple[float, bool, float, float]: ...
 def limit_filter(
     order: list[Any],
     stop: int,

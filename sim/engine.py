@@ -71,6 +71,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
     pool only). :meth:`run` always returns; :meth:`never_started` lists what never ran.
     """
 
+    #: do runs of calc ticks at which nothing else is due in one compiled call
+    #: (:meth:`_quiet_ticks`); off, each is a turn of the event loop (the same schedule)
+    compiled_quiet_ticks: bool = True
+
     def __init__(
         self,
         trace: Trace | None,
@@ -425,6 +429,15 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         end_main = cycle is None or cycle.main_on_end
         av_t, av_u = self._av_t, self._av_u
         n_av = len(av_t)
+        # ticks with nothing else due are done in one compiled call (_quiet_ticks)
+        period = cfg.calc_period
+        quiet = (
+            self.compiled_quiet_ticks
+            and time_dep
+            and cycle is None
+            and (not bf or period % bf_int == 0)
+            and not (sched_int > 0 and period % sched_int != 0)
+        )
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
@@ -457,6 +470,15 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 if time_dep and (heap or st.cursor < n or st.running or st.av_at < n_av):
                     tc = st.calc_next
                     if tc < t:
+                        if (
+                            quiet
+                            and st.now < tc <= until
+                            and tc % period == 0
+                            and not st.main_dirty
+                            and not (st.full_main_due and sched_int > 0)
+                        ):
+                            self._quiet_ticks(tc, t, until)
+                            continue
                         t = tc if tc > st.now else st.now
             if t > until or t == math.inf:
                 return
@@ -534,6 +556,32 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 events = True
                 st.main_dirty = True
             self._after_events(events)
+
+    def _quiet_ticks(self, first: float, before: float, until: float) -> None:
+        """The calc ticks from ``first`` on, before ``before`` and up to ``until``, at which
+        nothing but the priority refresh is due (no event, no pass waiting, the main
+        scheduler clean), done at once (PriorityModel.advance_ticks) up to the first that
+        changes the order, which then has the consequences :meth:`_loop` and
+        :meth:`_after_events` give a tick: the backfill loop's wake-up is spent (ticks are
+        multiples of ``bf_interval``), and a changed order makes both schedulers due."""
+        st, cfg = self.state, self.cfg
+        period = cfg.calc_period
+        limit = before
+        if until < math.inf:  # the ticks up to until: multiples of period
+            limit = min(before, math.floor(until / period) * period + period / 2)
+        tick, changed = self.prio.advance_ticks(st.order, first, limit, float(cfg.max_age))
+        st.now = tick
+        st.prio_tick = tick
+        st.calc_next = tick + period
+        if cfg.backfill:
+            st.bf_ran_at = tick
+        if changed:
+            st.bf_dirty = True
+            st.full_main_due = True
+            if cfg.sched_interval > 0 and tick % cfg.sched_interval == 0:
+                self._main_pass(len(st.order))
+                st.full_main_due = False
+                st.main_ran_at = tick
 
     @staticmethod
     def _fill_wakes(wakes: list[float], step: float) -> list[float]:

@@ -124,6 +124,34 @@ class PriorityModel:
         if self.w_fairshare > 0:
             self.fairshare.tick(now, self.n_users)
 
+    def advance_ticks(
+        self, order: list, first: float, limit: float, max_age: float
+    ) -> tuple[float, bool]:
+        """The calc ticks ``first``, ``first + period``, ... before ``limit`` at which nothing
+        else happens, compiled: each folds the usage (:meth:`begin_tick`) and refreshes
+        ``order`` (``_backfill.refresh``), up to the first whose order changed. Returns the
+        last tick done and whether its order changed."""
+        share = None
+        fs = self.fairshare
+        if self.w_fairshare > 0:
+            share = (
+                fs.usage, fs.run_units, fs.accrued, fs.stamp,
+                fs.half_life, self.n_users, fs.last, fs.total,
+            )  # fmt: skip
+        tick, changed, total, last = _backfill.advance_ticks(
+            order,
+            first,
+            self.cfg.calc_period,
+            limit,
+            float(self.w_age),
+            max_age,
+            float(self.w_fairshare),
+            share,
+        )
+        if share is not None and last != fs.last:
+            fs.total, fs.scale, fs.last = total, float(max(self.n_users, 1)), last
+        return tick, changed
+
     # NOTE: refresh() in sim/_backfill.c computes the formula below for the whole queue at
     # each tick; keep the two in step (tests/sim/test_backfill_core.py compares them).
 

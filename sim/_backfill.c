@@ -712,44 +712,100 @@ static int use_count(PyObject *use, int k, long long *out) {
     return read_ll(PyList_GET_ITEM(use, k), out);
 }
 
+typedef struct {
+    long long max_jobs, max_nodes, max_cpus, per_node, node_cpus;
+    int exempt, cpu_counted;
+} Limits;
+
+static int parse_limits(PyObject *t, Limits *l) {
+    if (!PyArg_ParseTuple(t, "LLLppLL;limits: expected (max_jobs, max_nodes, max_cpus, "
+                             "larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus)",
+                          &l->max_jobs, &l->max_nodes, &l->max_cpus, &l->exempt, &l->cpu_counted,
+                          &l->per_node, &l->node_cpus))
+        return -1;
+    if (l->per_node < 1 || l->node_cpus < 1) {
+        PyErr_SetString(PyExc_ValueError, "limits: cpus_per_node and node_cpus must be >= 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether a QOS limit holds `job` back (1) or not (0), -1 with an exception: its user's
+ * running jobs, nodes and CPUs in `user_use`, plus those in `extra` (jobs started earlier in
+ * the same pass; may be NULL) (sim/acct_policy.py, _limit_reason). Sets the job's nodes and
+ * CPUs as the limits count them (_tres). */
+static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const Limits *l,
+                       long long *nodes, long long *cpus) {
+    long long units, jobs, held_nodes, held_cpus, x_jobs = 0, x_nodes = 0, x_cpus = 0;
+    if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) return -1;
+    PyObject *user = slot(job, F_USER);
+    PyObject *use = PyDict_GetItemWithError(user_use, user);
+    if (use == NULL && PyErr_Occurred()) return -1;
+    if (use_count(use, 0, &jobs) < 0 || use_count(use, 1, &held_nodes) < 0 ||
+        use_count(use, 2, &held_cpus) < 0)
+        return -1;
+    if (extra != NULL) {
+        PyObject *more = PyDict_GetItemWithError(extra, user);
+        if (more == NULL && PyErr_Occurred()) return -1;
+        if (use_count(more, 0, &x_jobs) < 0 || use_count(more, 1, &x_nodes) < 0 ||
+            use_count(more, 2, &x_cpus) < 0)
+            return -1;
+    }
+    *nodes = l->cpu_counted ? (units + l->per_node - 1) / l->per_node : units;
+    *cpus = l->cpu_counted ? units : units * l->node_cpus;
+    return (l->max_jobs >= 0 && jobs + x_jobs + 1 > l->max_jobs) ||
+           (l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes) &&
+            held_nodes + x_nodes + *nodes > l->max_nodes) ||
+           (l->max_cpus >= 0 && held_cpus + x_cpus + *cpus > l->max_cpus);
+}
+
+/* Add a started job to its user's counts in `extra` (a dict user -> [jobs, nodes, CPUs, 0],
+ * the entry made when missing): sim/acct_policy.py, _count_start. */
+static int count_start(PyObject *extra, PyObject *job, long long nodes, long long cpus) {
+    PyObject *user = slot(job, F_USER);
+    PyObject *use = PyDict_GetItemWithError(extra, user);
+    if (use == NULL) {
+        if (PyErr_Occurred()) return -1;
+        use = Py_BuildValue("[iiii]", 0, 0, 0, 0);
+        if (use == NULL || PyDict_SetItem(extra, user, use) < 0) {
+            Py_XDECREF(use);
+            return -1;
+        }
+        Py_DECREF(use); /* the dict holds it */
+    }
+    long long add[3] = {1, nodes, cpus};
+    for (int k = 0; k < 3; k++) {
+        long long v;
+        if (use_count(use, k, &v) < 0) return -1;
+        PyObject *o = PyLong_FromLongLong(v + add[k]);
+        if (o == NULL || PyList_SetItem(use, k, o) < 0) return -1; /* steals o */
+    }
+    return 0;
+}
+
 /* limit_filter(order, stop, user_use, limits) -> (list[int], list[job]) | None
  * Indices (and the jobs) among the first `stop` jobs of `order` that no QOS limit on running jobs holds
  * back now (sim/acct_policy.py, _limit_reason, is the reference); None when it holds none
- * of them back (the usual case: the lists are only built from the first job it holds). limits: (max_jobs,
- * max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus), -1 for
- * no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a node-counted one
- * units * node_cpus CPUs. */
+ * of them back (the usual case: the lists are only built from the first job it holds).
+ * limits: (max_jobs, max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node,
+ * node_cpus), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
+ * node-counted one units * node_cpus CPUs. */
 static PyObject *limit_filter(PyObject *self, PyObject *args) {
-    PyObject *order, *user_use;
+    PyObject *order, *user_use, *lim;
     Py_ssize_t stop;
-    long long max_jobs, max_nodes, max_cpus, per_node, node_cpus;
-    int exempt, cpu_counted;
-    if (!PyArg_ParseTuple(args, "O!nO!(LLLppLL)", &PyList_Type, &order, &stop, &PyDict_Type,
-                          &user_use, &max_jobs, &max_nodes, &max_cpus, &exempt, &cpu_counted,
-                          &per_node, &node_cpus))
+    Limits l;
+    if (!PyArg_ParseTuple(args, "O!nO!O", &PyList_Type, &order, &stop, &PyDict_Type, &user_use,
+                          &lim) ||
+        parse_limits(lim, &l) < 0)
         return NULL;
-    if (per_node < 1 || node_cpus < 1) {
-        PyErr_SetString(PyExc_ValueError, "limits: cpus_per_node and node_cpus must be >= 1");
-        return NULL;
-    }
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (stop < n) n = stop < 0 ? 0 : stop;
     PyObject *out = NULL, *kept = NULL;  /* built from the first held job on */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
-        long long units, jobs, held_nodes, held_cpus;
-        if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
-        PyObject *use = PyDict_GetItemWithError(user_use, slot(job, F_USER));
-        if (use == NULL && PyErr_Occurred()) goto fail;
-        if (use_count(use, 0, &jobs) < 0 || use_count(use, 1, &held_nodes) < 0 ||
-            use_count(use, 2, &held_cpus) < 0)
-            goto fail;
-        long long nodes = cpu_counted ? (units + per_node - 1) / per_node : units;
-        long long cpus = cpu_counted ? units : units * node_cpus;
-        int held = (max_jobs >= 0 && jobs + 1 > max_jobs) ||
-                   (max_nodes >= 0 && !(exempt && nodes > max_nodes) &&
-                    held_nodes + nodes > max_nodes) ||
-                   (max_cpus >= 0 && held_cpus + cpus > max_cpus);
+        long long nodes, cpus;
+        int held = limit_holds(job, user_use, NULL, &l, &nodes, &cpus);
+        if (held < 0) goto fail;
         if (held && out == NULL) {  /* the jobs before this one were all kept */
             out = PyList_New(0);
             kept = PyList_GetSlice(order, 0, i);
@@ -777,6 +833,76 @@ fail:
     Py_XDECREF(out);
     Py_XDECREF(kept);
     return NULL;
+}
+
+/* limited_picks(order, depth, free, user_use, extra, limits) -> list[int]
+ * The main pass under QOS limits on one partition without node pools (sim/job_scheduler.py,
+ * _general_picks, is the reference): over the first `depth` jobs of `order` in order, a job
+ * a limit holds back (counting `extra`) is skipped, a job larger than the units still free
+ * ends the pass, any other starts: its index is returned and it is counted into `extra`. */
+static PyObject *limited_picks(PyObject *self, PyObject *args) {
+    PyObject *order, *user_use, *extra, *lim;
+    Py_ssize_t depth;
+    long long free_units;
+    Limits l;
+    if (!PyArg_ParseTuple(args, "O!nLO!O!O", &PyList_Type, &order, &depth, &free_units,
+                          &PyDict_Type, &user_use, &PyDict_Type, &extra, &lim) ||
+        parse_limits(lim, &l) < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (depth < n) n = depth < 0 ? 0 : depth;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        long long nodes, cpus, units;
+        int held = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
+        if (held < 0) goto fail;
+        if (held) continue;
+        if (read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
+        if (units > free_units) break;
+        free_units -= units;
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (idx == NULL || PyList_Append(out, idx) < 0) {
+            Py_XDECREF(idx);
+            goto fail;
+        }
+        Py_DECREF(idx);
+        if (count_start(extra, job, nodes, cpus) < 0) goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* first_held(jobs, idx, user_use, extra, limits) -> int
+ * The position in `idx` of the first of jobs[idx[0]], jobs[idx[1]], ... that a QOS limit
+ * holds back, counting those before it into `extra` (sim/backfill.py, _plan_limited's
+ * check of the plan), or -1 when none is held. */
+static PyObject *first_held(PyObject *self, PyObject *args) {
+    PyObject *jobs, *idx, *user_use, *extra, *lim;
+    Limits l;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyList_Type, &jobs, &PyList_Type, &idx,
+                          &PyDict_Type, &user_use, &PyDict_Type, &extra, &lim) ||
+        parse_limits(lim, &l) < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(idx), n_jobs = PyList_GET_SIZE(jobs);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0 || i >= n_jobs) {
+            PyErr_SetString(PyExc_IndexError, "idx: a job index out of range");
+            return NULL;
+        }
+        PyObject *job = PyList_GET_ITEM(jobs, i);
+        long long nodes, cpus;
+        int held = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
+        if (held < 0) return NULL;
+        if (held) return PyLong_FromSsize_t(k);
+        if (count_start(extra, job, nodes, cpus) < 0) return NULL;
+    }
+    return PyLong_FromLong(-1);
 }
 
 /* ------------------------------------------------------------------ fair-share tick */
@@ -980,6 +1106,8 @@ static PyMethodDef methods[] = {
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
     {"advance_ticks", advance_ticks, METH_VARARGS, "Priority ticks at which nothing else happens."},
     {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},
+    {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
+    {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},

@@ -47,6 +47,23 @@ def limit_filter(
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
 ) -> tuple[list[int], list[Any]] | None: ...
+def limited_picks(
+    order: list[Any],
+    depth: int,
+    free: int,
+    user_use: dict[int, list[int]],
+    extra: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> list[int]: ...
+def first_held(
+    jobs: list[Any],
+    idx: list[int],
+    user_use: dict[int, list[int]],
+    extra: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> int: ...
 def queue_arrays(
     pending: dict[int, Any],
     running: dict[int, Any],

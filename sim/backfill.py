@@ -78,19 +78,18 @@ class Backfill(EngineState):
         # cand: the walked jobs' indices into order; None while they are order[:stop]
         cand, jobs = (None, order) if unheld is None else unheld
         n = stop if cand is None else len(jobs)
+        params = self._limit_params()
         while True:
             idx = _backfill.plan(jobs, n, self._map_params())
-            extra: dict[int, list[int]] = {}
-            for k in idx:
-                if self._limit_reason(jobs[k], extra) is not None:
-                    if cand is None:
-                        cand, jobs = list(range(stop)), order[:stop]
-                    del cand[k], jobs[k]
-                    n -= 1
-                    break
-                self._count_start(jobs[k], extra)
-            else:
+            # the first planned start a limit holds, counting the starts before it
+            held = _backfill.first_held(jobs, idx, self.state.user_use, {}, params)
+            if held < 0:
                 return idx if cand is None else [cand[k] for k in idx]
+            if cand is None:
+                cand, jobs = list(range(stop)), order[:stop]
+            k = idx[held]
+            del cand[k], jobs[k]
+            n -= 1
 
     def _segment_map(
         self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]

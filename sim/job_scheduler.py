@@ -94,11 +94,16 @@ class MainScheduler(EngineState):
         starts with ``free`` units and the pools' free nodes now, with their allocations;
         ``extra``: per-user counts of jobs started before this pass (updated in place)."""
         pools = self._pools
+        # one partition and no pools: a job that does not fit ends the pass
+        single = pools is None and len(self.cfg.partitions) <= 1
+        if single and self._run_limits:  # compiled (sim/_backfill.c)
+            picks = _backfill.limited_picks(
+                order, depth, free, self.state.user_use, extra, self._limit_params()
+            )
+            return [(i, None) for i in picks]
         seg_free = list(self.state.seg_free)
         blocked: set[str] = set()
         started: list[tuple[int, Alloc | None]] = []
-        # one partition and no pools: a job that does not fit ends the pass
-        single = pools is None and len(self.cfg.partitions) <= 1
         for i, job in enumerate(order[:depth]):
             if job.part in blocked:
                 continue

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sim import _backfill
@@ -328,8 +328,7 @@ def test_queue_arrays_refuses_wrong_arrays():
         )
 
 
-@settings(max_examples=200, deadline=None)
-@given(
+LIMITED_CASES = (
     st.lists(st.tuples(st.integers(1, 40), st.integers(0, 4)), max_size=30),
     st.dictionaries(
         st.integers(0, 4), st.tuples(st.integers(0, 5), st.integers(0, 40)), max_size=5
@@ -341,10 +340,11 @@ def test_queue_arrays_refuses_wrong_arrays():
     st.sampled_from([("nodes", ""), ("cpus", "NodeName=n[1-10] CPUs=4\n")]),
     st.integers(0, 35),
 )
-def test_limit_filter_matches_the_limit_checks(
-    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, stop
-):
-    """The compiled QOS filter keeps exactly the jobs ``_limit_reason`` lets through."""
+
+
+def limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world):  # type: ignore[no-untyped-def]
+    """A simulator under these QOS limits, its users already running ``use`` (jobs, nodes),
+    and a queue of ``rows`` (units, user)."""
     from sim.config import SlurmConfig
     from sim.engine import Simulator
     from sim.limits import QosLimits
@@ -359,9 +359,18 @@ def test_limit_filter_matches_the_limit_checks(
     )
     trace = make_trace([(0, 60, 60, 1)], total=40, unit=unit)
     sim = Simulator(trace, SlurmConfig.from_text(conf), limits=limits)
-    held = {u: [j, n, n * 4, j] for u, (j, n) in use.items()}
-    sim.state.user_use.update(held)
+    sim.state.user_use.update({u: [j, n, n * 4, j] for u, (j, n) in use.items()})
     order = [make_job(units, 60.0, seq=i, user=user) for i, (units, user) in enumerate(rows)]
+    return sim, order
+
+
+@settings(max_examples=200, deadline=None)
+@given(*LIMITED_CASES)
+def test_limit_filter_matches_the_limit_checks(
+    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, stop
+):
+    """The compiled QOS filter keeps exactly the jobs ``_limit_reason`` lets through."""
+    sim, order = limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world)
     want = [i for i, job in enumerate(order[:stop]) if sim._limit_reason(job) is None]
     got = sim._unheld(order, stop)
     if got is None:  # none held
@@ -369,3 +378,40 @@ def test_limit_filter_matches_the_limit_checks(
     idx, jobs = got
     assert idx == want
     assert jobs == [order[i] for i in idx]
+
+
+@settings(max_examples=200, deadline=None)
+@given(*LIMITED_CASES, st.integers(0, 120))
+def test_limited_picks_and_first_held_match_the_limit_checks(
+    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, depth, free
+):
+    """The compiled main pass under limits (one pool) and the check of a backfill plan start
+    what the Python rules (``_limit_reason``, ``_count_start``) start, with the same counts."""
+    sim, order = limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world)
+    assume(sim.limits is not None)
+    want, want_extra = [], {}
+    left = free
+    for i, job in enumerate(order[:depth]):  # _general_picks on one partition, no pools
+        if sim._limit_reason(job, want_extra) is not None:
+            continue
+        if job.units > left:
+            break
+        left -= job.units
+        want.append(i)
+        sim._count_start(job, want_extra)
+    extra: dict[int, list[int]] = {}
+    params = sim._limit_params()
+    assert _backfill.limited_picks(order, depth, free, sim.state.user_use, extra, params) == want
+    assert extra == want_extra
+    # first_held over every job in order: the first a limit holds, counting those before it
+    plan = list(range(len(order)))
+    ref_extra: dict[int, list[int]] = {}
+    want_held = -1
+    for k in plan:
+        if sim._limit_reason(order[k], ref_extra) is not None:
+            want_held = k
+            break
+        sim._count_start(order[k], ref_extra)
+    got_extra: dict[int, list[int]] = {}
+    assert _backfill.first_held(order, plan, sim.state.user_use, got_extra, params) == want_held
+    assert got_extra == ref_extra

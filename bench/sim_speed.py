@@ -172,12 +172,15 @@ def main() -> int:
         for old in work.glob(f".{recorded.name}.*.parquet"):
             old.unlink()
         common = ("--no-progress", "--out", str(work / "schedule.csv"))
+        # without a profile, even where a reused --workdir holds one from an earlier run
+        plain_replay = ("--no-profile", *common)
         runs["cold"] = hpcsim(
-            "replay", str(recorded), "--no-cache", *common, "--timings", str(work / "t-cold.json")
-        )
-        hpcsim("replay", str(recorded), *common)  # fills the Parquet cache (untimed)
+            "replay", str(recorded), "--no-cache", *plain_replay,
+            "--timings", str(work / "t-cold.json"),
+        )  # fmt: skip
+        hpcsim("replay", str(recorded), *plain_replay)  # fills the Parquet cache (untimed)
         runs["cached"] = hpcsim(
-            "replay", str(recorded), *common, "--timings", str(work / "t-cached.json")
+            "replay", str(recorded), *plain_replay, "--timings", str(work / "t-cached.json")
         )
         with console.status("fitting the site profile on a 20,000-job sample (untimed)"):
             profile = store_profile(recorded, work, args.load, conf)

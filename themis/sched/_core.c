@@ -162,6 +162,8 @@ struct ts_core {
     int gdirty, pay_coupons, has_last;
     double glast;
     double *gshares;
+    int32_t *gsplit; /* the active jobs gshares was last split over, in order; -1: none */
+    int32_t ngsplit, capgsplit;
     /* Python chunks dispatched by a C thread, handed out by the next take() */
     ring_t ready;
     int nwaiters, shared; /* shared: C threads have called acquire() */
@@ -514,6 +516,7 @@ static void core_clear_dispatcher(ts_core *c) {
     c->theap.len = c->cheap.len = 0;
     c->ngactive = 0;
     c->gdirty = c->pay_coupons = c->has_last = 0;
+    c->ngsplit = -1;
     c->glast = 0.0;
     c->hseq = 0;
     mt_seed(&c->mt, c->seed);
@@ -616,6 +619,7 @@ static void Core_dealloc(CoreObject *self) {
     free(c->cheap.e);
     free(c->gactive);
     free(c->gshares);
+    free(c->gsplit);
     free(c->ready.ids);
     free(c->wjob);
     free(c->wserial);
@@ -651,6 +655,7 @@ static int set_job_desc(ts_core *c, int32_t h, PyObject *keys, PyObject *bases, 
         return -1;
     j->nlev = c->nlev;
     j->rate = rate;
+    c->ngsplit = -1; /* GIFT's shares depend on the keys and bases */
     if (c->capped) j->crate = rate;
     Py_INCREF(path);
     Py_XSETREF(j->path, path);

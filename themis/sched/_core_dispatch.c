@@ -197,6 +197,26 @@ static int split_shares(ts_core *c, int32_t *js, int n, int depth, double share)
     return rc;
 }
 
+/* Whether gshares already holds the split over the active jobs as they are now: the same
+ * jobs in the same order as at the last split, no key or base changed since (a job that
+ * goes idle and comes back between its requests makes the set change and change back). */
+static int gift_split_current(ts_core *c) {
+    return c->ngsplit == c->ngactive &&
+           memcmp(c->gsplit, c->gactive, sizeof(int32_t) * (size_t)c->ngactive) == 0;
+}
+
+static int gift_keep_split(ts_core *c) {
+    if (c->ngactive > c->capgsplit) {
+        int32_t *g = realloc(c->gsplit, sizeof(int32_t) * (size_t)c->capgactive);
+        if (!g) return -1;
+        c->gsplit = g;
+        c->capgsplit = c->capgactive;
+    }
+    if (c->ngactive) memcpy(c->gsplit, c->gactive, sizeof(int32_t) * (size_t)c->ngactive);
+    c->ngsplit = c->ngactive;
+    return 0;
+}
+
 static int gift_advance(ts_core *c, double now) {
     double last = c->has_last ? c->glast : now;
     double dt = maxf(0.0, now - last);
@@ -215,7 +235,10 @@ static int gift_advance(ts_core *c, double now) {
     }
     if (c->gdirty) {
         c->gdirty = 0;
-        if (c->ngactive && split_shares(c, c->gactive, c->ngactive, 0, 1.0)) return -1;
+        if (c->ngactive && !gift_split_current(c)) {
+            c->ngsplit = -1; /* until the split is whole */
+            if (split_shares(c, c->gactive, c->ngactive, 0, 1.0) || gift_keep_split(c)) return -1;
+        }
         for (int i = 0; i < c->ngactive; i++) {
             job_t *j = &c->jobs[c->gactive[i]];
             j->brate = c->gshares[c->gactive[i]] * c->gift_capacity;

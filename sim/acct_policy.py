@@ -15,9 +15,7 @@ class AcctPolicy(EngineState):
 
     unit: str
     _node_cpus: int  # CPUs per node on a node-counted cluster, when the config says
-    _limit_params_cache: (
-        tuple[tuple[int, str], tuple[int, int, int, bool, bool, int, int]] | None
-    ) = None
+    _limit_params_made: tuple[int, int, int, bool, bool, int, int] | None = None
 
     def _use(self, user: int) -> list[int]:
         """The user's [running jobs, nodes, CPUs, pending + running jobs] (QOS limits)."""
@@ -67,13 +65,12 @@ class AcctPolicy(EngineState):
         return _backfill.limit_filter(order, stop, self.state.user_use, self._limit_params())
 
     def _limit_params(self) -> tuple[int, int, int, bool, bool, int, int]:
-        """The limits as ``_backfill.limit_filter`` takes them (-1: no limit), made once."""
+        """The limits as ``_backfill.limit_filter`` takes them (-1: no limit), made once (the
+        limits and the cluster's units are fixed when the simulator is made)."""
+        if self._limit_params_made is not None:
+            return self._limit_params_made
         lim = self.limits
         assert lim is not None
-        key = (id(lim), self.unit)
-        cached = self._limit_params_cache
-        if cached is not None and cached[0] == key:
-            return cached[1]
 
         def cap(v: int | None) -> int:
             return -1 if v is None else v
@@ -88,7 +85,7 @@ class AcctPolicy(EngineState):
             self._cpus_per_node if cpu_counted else 1,
             1 if cpu_counted else self._node_cpus,
         )
-        self._limit_params_cache = (key, params)
+        self._limit_params_made = params
         return params
 
     def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:

@@ -25,6 +25,7 @@ import heapq
 import math
 import pickle
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
 
     Partitions whose ``Nodes=`` split the cluster make node pools (sim/pools.py): a job runs
     on its partition's nodes only. ``limits``: per-user QOS limits (sim/limits.py).
-    ``availability``: the units that may be allocated over time (sim/availability.py; one
-    pool only). :meth:`run` always returns; :meth:`never_started` lists what never ran.
+    ``availability``: the units that may be allocated over time (sim/availability.py): of
+    the one pool, or with node pools per partition (each a pool of its own that no other
+    partition shares). :meth:`run` always returns; :meth:`never_started` lists what never ran.
     """
 
     #: do runs of calc ticks at which nothing else is due in one compiled call
@@ -85,7 +87,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         epoch: float | None = None,
         limits: QosLimits | None = None,
         cycle: BackfillCycle | None = None,
-        availability: Availability | None = None,
+        availability: Availability | Mapping[str, Availability] | None = None,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -152,18 +154,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             self.state.seg_free = list(self._pools.seg_size)
         self.state.cap = self.total_units
         self.availability = availability
-        self._av_t: list[float] = []
-        self._av_u: list[int] = []
-        if availability is not None and availability.times:
-            if self._pools is not None:
-                raise ValueError("an availability timeline needs a single pool (no Nodes= split)")
-            if max(availability.units) > self.total_units:
-                raise ValueError(
-                    f"availability of {max(availability.units)} units exceeds the cluster's "
-                    f"{self.total_units}"
-                )
-            self._av_t = list(availability.times)
-            self._av_u = list(availability.units)
+        self._av_t, self._av_u, self._av_seg = self._availability_steps(availability)
+        if self._pools is not None:
+            self.state.seg_cap = list(self._pools.seg_size)
+            self.state.seg_debt = [0] * len(self._pools.seg_size)
         if cycle is not None:
             if min(
                 cycle.phase, cycle.cost, cycle.end_latency, cycle.completing, cycle.epilog
@@ -288,6 +282,69 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             big = job.units > self.total_units
             out[jid] = "Resources (larger than the cluster)" if big else self.reason(jid)
         return out
+
+    def _availability_steps(
+        self, availability: Availability | Mapping[str, Availability] | None
+    ) -> tuple[list[float], list[int], list[int]]:
+        """The availability steps in time order: (times, units, segment; -1 for the whole
+        cluster). Per partition, each must be one pool that no other partition shares."""
+        if availability is None:
+            return [], [], []
+        if isinstance(availability, Availability):
+            if not availability.times:
+                return [], [], []
+            if self._pools is not None:
+                raise ValueError(
+                    "with node pools (a Nodes= split) availability is given per partition"
+                )
+            if max(availability.units) > self.total_units:
+                raise ValueError(
+                    f"availability of {max(availability.units)} units exceeds the cluster's "
+                    f"{self.total_units}"
+                )
+            return (
+                list(availability.times),
+                list(availability.units),
+                [-1] * len(availability.times),
+            )
+        pools = self._pools
+        if pools is None:
+            raise ValueError("availability per partition needs node pools (a Nodes= split)")
+        steps: list[tuple[float, int, int]] = []
+        for name, av in availability.items():
+            segs = pools.part_segs.get(name)
+            if segs is None:
+                raise ValueError(f"availability for an unknown partition {name!r}")
+            shared = any(segs[0] in other for p, other in pools.part_segs.items() if p != name)
+            if len(segs) != 1 or shared:
+                raise ValueError(f"availability per partition: {name!r} shares its nodes")
+            size = pools.seg_size[segs[0]]
+            if av.units and max(av.units) > size:
+                raise ValueError(
+                    f"availability of {max(av.units)} units exceeds partition {name!r}'s {size}"
+                )
+            steps += [(t, segs[0], u) for t, u in zip(av.times, av.units, strict=True)]
+        steps.sort()
+        return [t for t, _, _ in steps], [u for _, _, u in steps], [g for _, g, _ in steps]
+
+    def _pool_step(self, seg: int, units: int) -> None:
+        """Segment ``seg`` (one partition's own pool) has ``units`` available from now: a
+        drop takes free units first, and what running jobs hold over it becomes a debt
+        that their ends pay before their units are free again (Slurm's drain); a rise pays
+        the debt first. Free counts never go negative."""
+        st = self.state
+        change = units - st.seg_cap[seg]
+        st.seg_cap[seg] = units
+        if change < 0:
+            taken = min(-change, st.seg_free[seg])
+            st.seg_free[seg] -= taken
+            st.free -= taken
+            st.seg_debt[seg] += -change - taken
+        else:
+            paid = min(change, st.seg_debt[seg])
+            st.seg_debt[seg] -= paid
+            st.seg_free[seg] += change - paid
+            st.free += change - paid
 
     def next_event_time(self) -> float:
         """Time of the next submission, job end or timer (inf when none remain)."""
@@ -427,7 +484,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         time_dep = self.prio.time_dependent
         cycle = self.cycle
         end_main = cycle is None or cycle.main_on_end
-        av_t, av_u = self._av_t, self._av_u
+        av_t, av_u, av_seg = self._av_t, self._av_u, self._av_seg
         n_av = len(av_t)
         # ticks with nothing else due are done in one compiled call (_quiet_ticks)
         period = cfg.calc_period
@@ -550,8 +607,12 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 st.main_dirty = st.main_dirty or end_main
             # 6. availability steps (drains, maintenance, nodes lent elsewhere)
             while st.av_at < n_av and av_t[st.av_at] == t:
-                st.free += av_u[st.av_at] - st.cap
-                st.cap = av_u[st.av_at]
+                seg = av_seg[st.av_at]
+                if seg < 0:
+                    st.free += av_u[st.av_at] - st.cap
+                    st.cap = av_u[st.av_at]
+                else:  # one partition's own pool
+                    self._pool_step(seg, av_u[st.av_at])
                 st.av_at += 1
                 events = True
                 st.main_dirty = True

@@ -361,8 +361,13 @@ class JobManager(EngineState):
     def _give_back(self, job: SimJob) -> None:
         st = self.state
         if job.alloc is not None:
+            debt = st.seg_debt
             for s, u in job.alloc:
-                st.seg_free[s] += u
+                paid = min(debt[s], u) if debt[s] else 0
+                if paid:  # a drained pool holds these units back (Simulator._pool_step)
+                    debt[s] -= paid
+                    st.free -= paid
+                st.seg_free[s] += u - paid
             job.alloc = None
         if self._run_limits:
             self._count_start(job, st.user_use, -1)

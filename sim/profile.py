@@ -7,6 +7,9 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
   from it, never from its largest job);
 - an availability timeline (sim/availability.py): the most units the recorded schedule used
   within a window around each moment, the window fitted;
+- node pools, where the log names partitions (queues): each partition its own pool of its
+  recorded peak use (:func:`partition_pools`), or the partitions sharing every node, tried
+  against one pool and no partitions;
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
   least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
   at one of the largest per-user maxima (a soft limit a few users passed);
@@ -29,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -90,6 +94,12 @@ CLAMPS: tuple[tuple[float, float] | None, ...] = (
 )
 
 
+#: partition names a profile's slurm.conf can hold; a log naming others is fitted on one pool
+_PART_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: the pool of a log's jobs that name no partition
+UNNAMED = "unnamed"
+
+
 class ProfileError(ValueError):
     """A trace that cannot be fitted (no recorded starts, too few jobs)."""
 
@@ -117,15 +127,51 @@ class SiteProfile:
     #: Spearman of each priority setting against the log's recorded Priority column over
     #: the fit part (:func:`priority_fit`); empty when the log has none
     priority_spearman: dict[str, float] = field(default_factory=dict)
+    #: node pools: each of the log's partitions (UNNAMED: jobs naming none) and its units,
+    #: disjoint, summing to ``units``; empty: one pool that every job shares
+    pools: dict[str, int] = field(default_factory=dict)
+    #: the log's partitions on one shared pool (every node in each: Slurm's main scheduler
+    #: still blocks only the partition of a job that does not fit); empty with pools
+    shared_partitions: list[str] = field(default_factory=list)
     path: str = ""
 
-    def slurm_conf(self) -> str:
-        """The ``slurm.conf`` subset of this profile."""
+    def slurm_conf(self, total_units: int | None = None) -> str:
+        """The ``slurm.conf`` subset of this profile (its pools scaled to ``total_units``
+        where that differs from its size)."""
         lines = [f"SchedulerParameters=batch_sched_delay={self.batch_sched_delay:g}"]
-        return "\n".join(lines + priority_lines(self.priority)) + "\n"
+        return (
+            "\n".join(lines + priority_lines(self.priority) + self._pool_lines(total_units)) + "\n"
+        )
 
-    def config(self) -> SlurmConfig:
-        return SlurmConfig.from_text(self.slurm_conf(), f"profile {self.path or self.trace}")
+    def _pool_lines(self, total_units: int | None) -> list[str]:
+        """``NodeName``/``PartitionName`` lines of the pools: one node per unit (one CPU
+        each on a CPU-counted cluster), the largest pool the default partition."""
+        cpus = " CPUs=1" if self.unit in ("cpus", "procs") else ""
+        if self.shared_partitions:
+            default = UNNAMED if UNNAMED in self.shared_partitions else self.shared_partitions[0]
+            return [f"NodeName=n[1-{total_units or self.units}]" + cpus] + [
+                f"PartitionName={name} Nodes=ALL" + (" Default=YES" if name == default else "")
+                for name in self.shared_partitions
+            ]
+        if not self.pools:
+            return []
+        sizes = scale_pools(self.pools, total_units or self.units)
+        default = max(self.pools, key=self.pools.__getitem__)
+        if UNNAMED in self.pools:
+            default = UNNAMED
+        out: list[str] = []
+        for i, (name, units) in enumerate(sizes.items()):
+            nodes = f"p{i}n[1-{units}]"
+            out.append(f"NodeName={nodes}{cpus}")
+            out.append(
+                f"PartitionName={name} Nodes={nodes}" + (" Default=YES" if name == default else "")
+            )
+        return out
+
+    def config(self, total_units: int | None = None) -> SlurmConfig:
+        return SlurmConfig.from_text(
+            self.slurm_conf(total_units), f"profile {self.path or self.trace}"
+        )
 
     def qos(self) -> QosLimits | None:
         if not self.limits:
@@ -137,28 +183,42 @@ class SiteProfile:
             larger_jobs_exempt=self.larger_jobs_exempt,
         )
 
-    def availability(self, trace: Trace, total_units: int | None = None) -> Availability | None:
-        """The availability timeline fitted to ``trace``'s recorded schedule; for a cluster
-        of ``total_units`` other than the profile's, scaled to it (the same share of the
-        cluster available at each moment)."""
+    def availability(
+        self, trace: Trace, total_units: int | None = None
+    ) -> Availability | dict[str, Availability] | None:
+        """The availability timeline fitted to ``trace``'s recorded schedule (with pools,
+        one per pool, fitted to its partition's jobs); for a cluster of ``total_units``
+        other than the profile's, scaled to it (the same share of the cluster available at
+        each moment)."""
         if self.window_s is None:
             return None
+        if not self.pools:
+            return self._fitted(trace, self.units, total_units or self.units)
+        names = np.array([p or UNNAMED for p in trace.partitions])
+        sizes = scale_pools(self.pools, total_units or self.units)
+        return {
+            name: self._fitted(trace.select(names == name), units, sizes[name])
+            for name, units in self.pools.items()
+        }
+
+    def _fitted(self, trace: Trace, units: int, scaled_to: int) -> Availability:
+        """The timeline of a pool of ``units`` whose jobs are ``trace``'s, scaled to
+        ``scaled_to`` units."""
+        assert self.window_s is not None
         use = recorded_usage(trace)
         if self.clamp is None:
-            avail = fitted(use, self.units, window=self.window_s)
+            avail = fitted(use, units, window=self.window_s)
         else:
             window, share = self.clamp
             avail = fitted(
                 use,
-                self.units,
+                units,
                 window=self.window_s,
-                headroom=round(share * self.units),
+                headroom=round(share * units),
                 waiting_trace=trace,
                 waiting_window=window,
             )
-        if total_units and total_units != self.units:
-            return avail.scaled(total_units / self.units, total_units)
-        return avail
+        return avail if scaled_to == units else avail.scaled(scaled_to / units, scaled_to)
 
     def simulator(
         self,
@@ -175,7 +235,7 @@ class SiteProfile:
 
         return Simulator(
             trace if run is None else run,
-            self.config(),
+            self.config(total_units),
             total_units=total_units or self.units,
             seed=seed,
             limits=self.qos(),
@@ -191,8 +251,13 @@ class SiteProfile:
         prio = self.priority
         if self.priority in self.priority_spearman:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
+        pools = ""
+        if self.pools:
+            pools = " (pools " + ", ".join(f"{k} {v}" for k, v in self.pools.items()) + ")"
+        elif self.shared_partitions:
+            pools = f" (partitions {', '.join(self.shared_partitions)} sharing every node)"
         return (
-            f"{self.units} {self.unit}, priority {prio}, batch_sched_delay="
+            f"{self.units} {self.unit}{pools}, priority {prio}, batch_sched_delay="
             f"{self.batch_sched_delay:g}, limits {self.limits or 'none'}, availability {win}"
         )
 
@@ -212,7 +277,40 @@ class SiteProfile:
         d["clamp"] = tuple(d["clamp"]) if d.get("clamp") is not None else None
         if d["priority"] not in PRIORITY_SETTINGS:
             raise ValueError(f"unknown priority {d['priority']!r}")
+        pools = d.get("pools", {})
+        if not isinstance(pools, dict) or any(
+            not _PART_NAME.fullmatch(str(k)) or not isinstance(v, int) or v < 1
+            for k, v in pools.items()
+        ):
+            raise ValueError("pools: partition names to positive unit counts expected")
+        shared = d.get("shared_partitions", [])
+        if not isinstance(shared, list) or not all(_PART_NAME.fullmatch(str(k)) for k in shared):
+            raise ValueError("shared_partitions: a list of partition names expected")
+        if pools and shared:
+            raise ValueError("a profile has pools or shared partitions, not both")
+        if pools and sum(pools.values()) != d["units"]:
+            raise ValueError(f"pools sum to {sum(pools.values())}, not the profile's {d['units']}")
         return cls(**d, path=path)
+
+
+def scale_pools(pools: dict[str, int], total: int) -> dict[str, int]:
+    """``pools`` scaled to ``total`` units in all (largest remainders; each at least 1)."""
+    have = sum(pools.values())
+    if total == have:
+        return dict(pools)
+    if total < len(pools):
+        raise ValueError(f"{total} units cannot hold {len(pools)} pools")
+    exact = {k: v * total / have for k, v in pools.items()}
+    out = {k: max(1, int(x)) for k, x in exact.items()}
+    by_rest = sorted(pools, key=lambda k: out[k] - exact[k])
+    i = 0
+    while sum(out.values()) != total:
+        k = by_rest[i % len(by_rest)]
+        step = 1 if sum(out.values()) < total else -1
+        if out[k] + step >= 1:
+            out[k] += step
+        i += 1
+    return out
 
 
 def priority_lines(key: str) -> list[str]:
@@ -240,6 +338,25 @@ def cluster_size(trace: Trace) -> tuple[int, int]:
     peak = recorded_usage(trace).peak
     own = trace.total_units or 0
     return max(own, peak, int(trace.units.max()) if len(trace) else 1), peak
+
+
+def log_partitions(trace: Trace) -> list[str]:
+    """The partitions the log names (UNNAMED for its jobs that name none), sorted; empty
+    when it names fewer than two, or a name a ``slurm.conf`` could not hold."""
+    parts = set(trace.partitions)
+    if UNNAMED in parts and "" in parts:  # a partition of that name, and jobs naming none
+        return []
+    uniq = sorted(p or UNNAMED for p in parts)
+    if len(uniq) < 2 or not all(_PART_NAME.fullmatch(u) for u in uniq):
+        return []
+    return uniq
+
+
+def partition_pools(trace: Trace) -> dict[str, int]:
+    """Each of the log's partitions (:func:`log_partitions`) and its recorded peak use: the
+    pools of a cluster whose partitions share no node; empty when there are none."""
+    names = np.array([p or UNNAMED for p in trace.partitions])
+    return {p: max(1, recorded_usage(trace.select(names == p)).peak) for p in log_partitions(trace)}
 
 
 def user_maxima(trace: Trace, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
@@ -414,8 +531,9 @@ def fit(
     jitters: int = FIT_JITTERS,
     progress: Callable[[str], None] | None = None,
 ) -> SiteProfile:
-    """Fit a site profile on the first ``fraction`` of the trace (the limits, the
-    availability window, the priority and ``batch_sched_delay``); each setting's loss is
+    """Fit a site profile on the first ``fraction`` of the trace (the pools where the log
+    names partitions, the limits, the availability window, the priority and
+    ``batch_sched_delay``); each setting's loss is
     the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
     jitter when 1): near saturation one replay is chaotic. Where the fit part records
     priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
@@ -432,7 +550,8 @@ def fit(
     scores: dict[tuple[object, ...], float] = {}
 
     def score(p: SiteProfile) -> float:
-        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits)
+        pools = (tuple(p.pools.items()), tuple(p.shared_partitions))
+        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, pools)
         if key not in scores:
             runs = [
                 fidelity(
@@ -448,10 +567,13 @@ def fit(
                 progress(f"loss {scores[key]:.3f}: {p.describe()}")
         return scores[key]
 
-    from dataclasses import replace
-
     limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
+    parts = log_partitions(trace)
+    pool_options: list[object] = [({}, [])]
+    if parts:  # the partitions on shared nodes, or each on its own
+        pool_options += [({}, parts), (partition_pools(trace), [])]
     axes: list[tuple[str, list[object]]] = [
+        ("pools", pool_options),
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
         ("clamp", list(CLAMPS)),
@@ -462,30 +584,25 @@ def fit(
         axes = [a for a in axes if a[0] != "priority"]
 
     def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
-        if name == "limits":
-            text, exempt = cast(tuple[str, bool], opt)
-            return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
-        return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
+        return _with_option(p, name, opt, units)
 
     # limits and availability interact, and so do availability and priority (an order that
     # fragments the schedule lengthens waits as a smaller cluster does): start from the
     # best pair of limits and window, then the best pair of window and priority under those
-    # limits, then descend one setting at a time, in rounds until nothing changes
-    best = min(
-        (
-            with_option(with_option(prof, "limits", lim), "window_s", win)
-            for lim in limit_options
-            for win in WINDOWS
-        ),
-        key=score,
-    )
+    # limits (and of pools and priority where the log names partitions), then descend one
+    # setting at a time, in rounds until nothing changes
+    pairs: list[tuple[str, list[object], str, list[object]]] = [
+        ("limits", list(limit_options), "window_s", list(WINDOWS))
+    ]
+    priorities: list[object] = [prof.priority] if ranked else list(PRIORITY_SETTINGS)
     if not ranked:
+        pairs.append(("window_s", list(WINDOWS), "priority", priorities))
+    if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
+        pairs.append(("pools", pool_options, "priority", priorities))
+    best = prof
+    for a, a_opts, b, b_opts in pairs:
         best = min(
-            (
-                with_option(with_option(best, "window_s", win), "priority", pri)
-                for win in WINDOWS
-                for pri in PRIORITY_SETTINGS
-            ),
+            (with_option(with_option(best, a, x), b, y) for x in a_opts for y in b_opts),
             key=score,
         )
     for _ in range(4):
@@ -502,6 +619,20 @@ def fit(
     best.fit = f.as_dict()
     best.created = datetime.now(UTC).isoformat(timespec="seconds")
     return best
+
+
+def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProfile:
+    """``p`` with one setting changed (a fit axis's option); ``units``: the one pool's size."""
+    from dataclasses import replace
+
+    if name == "limits":
+        text, exempt = cast(tuple[str, bool], opt)
+        return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
+    if name == "pools":
+        pools, shared = cast(tuple[dict[str, int], list[str]], opt)
+        size = sum(pools.values()) or units
+        return replace(p, pools=pools, shared_partitions=shared, units=size, steps=[])
+    return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
 
 
 def store(

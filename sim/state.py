@@ -121,6 +121,9 @@ class SimState:
     bf_pass_at: float = -math.inf  # when the last backfill pass began (BackfillCycle only)
     cg_until: float = -math.inf  # no job starts before: an epilog runs (BackfillCycle only)
     seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment
+    seg_cap: list[int] = field(default_factory=list)  # units available per segment now
+    #: per segment, units running jobs hold over its availability (paid back as they end)
+    seg_debt: list[int] = field(default_factory=list)
     # per user, for QOS limits: [running jobs, nodes, CPUs, pending + running jobs]
     user_use: dict[int, list[int]] = field(default_factory=dict)
     rejected: dict[int, str] = field(default_factory=dict)  # job id -> why it was rejected

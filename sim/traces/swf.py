@@ -392,7 +392,8 @@ def write_swf(trace: Trace, path: str | os.PathLike[str]) -> None:
 
     Header: ``MaxJobs``, ``MaxRecords``, ``MaxProcs`` (and ``MaxNodes`` when the unit is
     nodes), ``UnixStartTime``. Users and groups are written as their names when those are
-    integers, else as code + 1. Exit code 0 -> status 1, anything else -> status 0.
+    integers, else as code + 1. Exit code 0 -> status 1, anything else -> status 0. The
+    queue number is the partition where the names are numbers, else the name's rank.
     """
     n = len(trace)
     lines = ["; Version: 2.2", "; Computer: written by hpcsim (sim.traces.swf.write_swf)"]
@@ -406,15 +407,28 @@ def write_swf(trace: Trace, path: str | os.PathLike[str]) -> None:
     users = _id_column(trace.user, trace.user_names)
     groups = _id_column(trace.group, trace.group_names)
     wait = trace.recorded_start - trace.submit
+    queues = _queue_column(trace.partitions, n)
     for i in range(n):
         w = wait[i]
         lines.append(
             f"{int(trace.job_id[i])} {_num(trace.submit[i] + shift)} "
             f"{_num(w) if np.isfinite(w) else -1} {_num(trace.runtime[i])} "
             f"{int(trace.units[i])} -1 -1 {int(trace.units[i])} {_num(trace.limit[i])} -1 "
-            f"{0 if trace.exit_code[i] else 1} {users[i]} {groups[i]} -1 -1 -1 -1 -1"
+            f"{0 if trace.exit_code[i] else 1} {users[i]} {groups[i]} -1 {queues[i]} -1 -1 -1"
         )
     _write_text(Path(path), "\n".join(lines) + "\n")
+
+
+def _queue_column(partitions: list[str], n: int) -> list[int]:
+    """Each job's SWF queue number: its partition's where the names are numbers, else the
+    name's rank among them (1, 2, ...); -1 where it names none."""
+    if not partitions:
+        return [-1] * n
+    names = sorted({p for p in partitions if p})
+    if all(re.fullmatch(r"\d+", p) for p in names):
+        return [int(p) if p else -1 for p in partitions]
+    rank = {p: k + 1 for k, p in enumerate(names)}
+    return [rank[p] if p else -1 for p in partitions]
 
 
 def _num(x: float) -> str:

@@ -89,3 +89,43 @@ def test_the_fitted_timeline_is_never_below_the_recorded_use():
     assert tight.units != loose.units
     for t, u in zip(use.times, use.units, strict=True):
         assert loose.at(t, use.peak) >= tight.at(t, use.peak) >= u
+
+
+POOLS = SlurmConfig.from_text(
+    "NodeName=n[1-10]\nNodeName=g[1-4]\nNodeName=d[1-2]\n"
+    "PartitionName=cpu Nodes=n[1-10] Default=YES\nPartitionName=gpu Nodes=g[1-4]\n"
+    "PartitionName=dev Nodes=n[1-2],d[1-2]\n"
+)
+
+
+def test_a_partitions_own_pool_drains_alone():
+    from dataclasses import replace
+
+    # gpu (4 nodes) has 1 available from t=100 to 1000; cpu is untouched
+    rows = [(0, 500, 600, 3, 0), (150, 50, 60, 2, 1), (200, 50, 60, 1, 2), (210, 50, 60, 6, 3)]
+    trace = replace(make_trace(rows, total=16), partitions=["gpu", "gpu", "gpu", "cpu"])
+    av = {"gpu": Availability((100.0, 1000.0), (1, 4))}
+    sim = Simulator(trace, POOLS, availability=av)
+    sim.run()
+    # job 1 (3 gpu nodes) keeps running over the drop; job 3 (1 node) waits until it ends
+    # (the main pass at its end starts it); job 2 (2 nodes) until all gpu nodes are back;
+    # the cpu job (6 nodes) starts as submitted (its pool is free)
+    got = starts(sim)
+    assert got[1] == 0.0 and got[2] == 1000.0 and got[4] < 215.0 and 500.0 <= got[3] < 600.0
+    assert sim.state.seg_cap == list(sim._pools.seg_size) and sim.free == 16
+    assert sim.state.seg_debt == [0] * len(sim._pools.seg_size)
+
+
+def test_availability_per_partition_needs_a_pool_of_its_own():
+    trace = make_trace([(0, 10, 20, 1, 0)], total=16)
+    av = Availability((100.0,), (1,))
+    with pytest.raises(ValueError, match="given per partition"):
+        Simulator(trace, POOLS, availability=av)
+    with pytest.raises(ValueError, match="'dev' shares its nodes"):
+        Simulator(trace, POOLS, availability={"dev": av})
+    with pytest.raises(ValueError, match="unknown partition 'x'"):
+        Simulator(trace, POOLS, availability={"x": av})
+    with pytest.raises(ValueError, match="exceeds partition 'gpu'"):
+        Simulator(trace, POOLS, availability={"gpu": Availability((1.0,), (5,))})
+    with pytest.raises(ValueError, match="needs node pools"):
+        Simulator(make_trace([(0, 10, 20, 1, 0)], total=10), availability={"gpu": av})

@@ -130,3 +130,20 @@ def test_write_read_round_trip_gzip(tmp_path):
 def test_only_comments_is_an_error(tmp_path):
     with pytest.raises(TraceError, match="holds no job lines"):
         read_trace(write(tmp_path, HEADER))
+
+
+def test_partitions_survive_a_write(tmp_path):
+    from dataclasses import replace
+
+    text = HEADER + row(1, 100, 5, 50, 4, 4, 600) + row(2, 130, 0, 30, 8, 8, 60)
+    text += row(3, 140, 0, 30, 8, 8, 60)
+    trace = read_trace(write(tmp_path, text))
+    for parts, back_as in (
+        (["3", "", "12"], ["3", "", "12"]),  # queue numbers as they are
+        (["gpu", "cpu", "gpu"], ["2", "1", "2"]),  # names: their rank
+    ):
+        write_swf(replace(trace, partitions=parts), tmp_path / "p.swf")
+        assert read_trace(tmp_path / "p.swf").partitions == back_as
+    assert trace.partitions == ["1", "1", "1"]  # row() writes queue 1
+    write_swf(replace(trace, partitions=[]), tmp_path / "none.swf")
+    assert read_trace(tmp_path / "none.swf").partitions == []

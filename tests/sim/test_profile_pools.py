@@ -1,0 +1,131 @@
+"""Node pools inferred from the partitions a log names (``hpcsim fit``), checked on logs the
+simulator recorded itself on a cluster with known pools."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sim.config import SlurmConfig
+from sim.engine import Simulator
+from sim.profile import (
+    UNNAMED,
+    SiteProfile,
+    fit,
+    load,
+    partition_pools,
+    scale_pools,
+    starting_profile,
+    store,
+)
+from tests.sim.simhelpers import make_trace
+
+POOLS = {"cpu": 24, "gpu": 8}
+SPLIT = """NodeName=c[1-24]
+NodeName=g[1-8]
+PartitionName=cpu Nodes=c[1-24] Default=YES
+PartitionName=gpu Nodes=g[1-8]
+"""
+SHARED = """NodeName=c[1-32]
+PartitionName=cpu Nodes=ALL Default=YES
+PartitionName=gpu Nodes=ALL
+"""
+
+
+def recorded_parted(conf: str, n: int = 400, seed: int = 11):
+    """A loaded workload of 8 users in two partitions (gpu: a quarter of the jobs, larger
+    ones), its schedule recorded on the cluster ``conf`` describes."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, 6 * 86400, n))
+    runtime = rng.uniform(600, 6 * 3600, n).round()
+    gpu = rng.random(n) < 0.25
+    units = np.where(gpu, rng.choice([2, 4, 8], n), rng.choice([1, 2, 4], n))
+    users = rng.integers(0, 8, n)
+    rows = [
+        (float(s), float(r), float(2 * r), int(u), int(us))
+        for s, r, u, us in zip(submit, runtime, units, users, strict=True)
+    ]
+    trace = replace(make_trace(rows, total=32), partitions=["gpu" if g else "cpu" for g in gpu])
+    sim = Simulator(trace, SlurmConfig.from_text(conf), total_units=32)
+    sim.run()
+    start = {r.trace_index: r.start for r in sim.records}
+    trace.recorded_start = np.array([start[i] for i in range(n)])
+    trace.total_units = None  # a log without a header
+    return trace
+
+
+def test_the_pools_are_the_partitions_recorded_peaks():
+    trace = recorded_parted(SPLIT)
+    assert partition_pools(trace) == POOLS
+    # one partition, none named, or a name a slurm.conf cannot hold: no pools
+    assert partition_pools(replace(trace, partitions=["cpu"] * len(trace))) == {}
+    assert partition_pools(replace(trace, partitions=[])) == {}
+    odd = ["a b" if p == "gpu" else p for p in trace.partitions]
+    assert partition_pools(replace(trace, partitions=odd)) == {}
+    # jobs naming none get a pool of their own, the default partition
+    blank = ["" if p == "gpu" else p for p in trace.partitions]
+    assert partition_pools(replace(trace, partitions=blank)) == {"cpu": 24, UNNAMED: 8}
+
+
+def test_fit_recovers_the_pools_of_a_log_recorded_on_them(tmp_path):
+    trace = recorded_parted(SPLIT)
+    trace.source = str(tmp_path / "parted.swf")
+    trace.digest = "9a" * 32
+    prof = fit(trace, jitters=1)  # an exact replay recovers the recording exactly
+    assert prof.pools == POOLS and prof.units == 32, prof.describe()
+    assert prof.fit["spearman"] > 0.95 and prof.fit["ks"] < 0.05
+    assert "pools cpu 24, gpu 8" in prof.describe()
+    assert any("pools" not in str(s["setting"]) for s in prof.steps)  # one pool was tried
+    store(prof, trace.source)
+    again = load(trace)
+    assert again is not None and again.pools == POOLS
+    # the stored world replays the log as recorded (a per-user jobs wall that ties on the
+    # fit part may hold a few of the last third's jobs back)
+    sim = again.simulator(trace)
+    sim.run()
+    start = {r.trace_index: r.start for r in sim.records}
+    same = sum(start[i] == trace.recorded_start[i] for i in range(len(trace)))
+    assert same >= 0.99 * len(trace)
+
+
+def test_fit_recovers_partitions_that_share_their_nodes():
+    """Two partitions on every node: one pool, but Slurm's main scheduler blocks only the
+    partition of a job that does not fit, which one pool without partitions cannot show."""
+    trace = recorded_parted(SHARED)
+    assert sum(partition_pools(trace).values()) > 32  # the peaks overlap
+    trace.digest = "9b" * 32
+    prof = fit(trace, jitters=1)
+    assert prof.pools == {} and prof.shared_partitions == ["cpu", "gpu"], prof.describe()
+    assert prof.fit["spearman"] > 0.95 and prof.fit["ks"] < 0.05
+    cfg = prof.config()
+    assert cfg.nodes == 32 and set(cfg.partitions) == {"cpu", "gpu"}
+    one = [s for s in prof.steps if "partitions" not in str(s["setting"])]
+    assert one and min(float(s["loss"]) for s in one) > 0.1  # one pool alone fits worse
+    again = SiteProfile.from_json(prof.to_json())
+    assert again.shared_partitions == ["cpu", "gpu"]
+
+
+def test_a_profile_with_pools_scales_and_checks_them():
+    prof = replace(starting_profile(recorded_parted(SPLIT)), pools=dict(POOLS), units=32)
+    assert scale_pools(POOLS, 64) == {"cpu": 48, "gpu": 16}
+    assert sum(scale_pools({"a": 5, "b": 3, "c": 1}, 20).values()) == 20
+    cfg = prof.config(64)
+    assert cfg.nodes == 64 and cfg.partition("").name == "cpu"
+    trace = recorded_parted(SPLIT)
+    assert prof.availability(trace) is None  # no window
+    per_pool = replace(prof, window_s=3600.0, clamp=(0.0, 0.0)).availability(trace, 64)
+    assert isinstance(per_pool, dict) and set(per_pool) == {"cpu", "gpu"}
+    assert max(per_pool["cpu"].units) == 48 and max(per_pool["gpu"].units) == 16
+    sim = replace(prof, window_s=3600.0).simulator(trace)  # a timeline for each pool
+    sim.run()
+    assert sim.never_started() == {}
+    bad = prof.to_json().replace('"gpu": 8', '"gpu": 9')
+    with pytest.raises(ValueError, match="pools sum to 33"):
+        SiteProfile.from_json(bad)
+    with pytest.raises(ValueError, match="partition names"):
+        SiteProfile.from_json(prof.to_json().replace('"gpu": 8', '"g u": 8'))
+    both = prof.to_json().replace('"shared_partitions": []', '"shared_partitions": ["cpu"]')
+    with pytest.raises(ValueError, match="not both"):
+        SiteProfile.from_json(both)

@@ -133,6 +133,9 @@ class SiteProfile:
     #: the log's partitions on one shared pool (every node in each: Slurm's main scheduler
     #: still blocks only the partition of a job that does not fit); empty with pools
     shared_partitions: list[str] = field(default_factory=list)
+    #: pools nested in another: the partition's nodes are the first of its parent's (a
+    #: debug partition on some of the batch nodes); it adds no units of its own
+    nested: dict[str, str] = field(default_factory=dict)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -155,17 +158,19 @@ class SiteProfile:
             ]
         if not self.pools:
             return []
-        sizes = scale_pools(self.pools, total_units or self.units)
+        sizes = scale_pools(self.pools, total_units or self.units, self.nested)
         default = max(self.pools, key=self.pools.__getitem__)
         if UNNAMED in self.pools:
             default = UNNAMED
         out: list[str] = []
-        for i, (name, units) in enumerate(sizes.items()):
-            nodes = f"p{i}n[1-{units}]"
-            out.append(f"NodeName={nodes}{cpus}")
-            out.append(
-                f"PartitionName={name} Nodes={nodes}" + (" Default=YES" if name == default else "")
-            )
+        prefix = {name: f"p{i}n" for i, name in enumerate(self.pools)}
+        for name in self.pools:
+            if name not in self.nested:
+                out.append(f"NodeName={prefix[name]}[1-{sizes[name]}]{cpus}")
+        for name in self.pools:
+            nodes = f"{prefix[self.nested.get(name, name)]}[1-{sizes[name]}]"
+            mark = " Default=YES" if name == default else ""
+            out.append(f"PartitionName={name} Nodes={nodes}{mark}")
         return out
 
     def config(self, total_units: int | None = None) -> SlurmConfig:
@@ -195,10 +200,12 @@ class SiteProfile:
         if not self.pools:
             return self._fitted(trace, self.units, total_units or self.units)
         names = np.array([p or UNNAMED for p in trace.partitions])
-        sizes = scale_pools(self.pools, total_units or self.units)
-        return {
+        sizes = scale_pools(self.pools, total_units or self.units, self.nested)
+        parents = set(self.nested.values())
+        return {  # a timeline for each pool that no other partition shares
             name: self._fitted(trace.select(names == name), units, sizes[name])
             for name, units in self.pools.items()
+            if name not in self.nested and name not in parents
         }
 
     def _fitted(self, trace: Trace, units: int, scaled_to: int) -> Availability:
@@ -253,7 +260,14 @@ class SiteProfile:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
         pools = ""
         if self.pools:
-            pools = " (pools " + ", ".join(f"{k} {v}" for k, v in self.pools.items()) + ")"
+            pools = (
+                " (pools "
+                + ", ".join(
+                    f"{k} {v}" + (f" in {self.nested[k]}" if k in self.nested else "")
+                    for k, v in self.pools.items()
+                )
+                + ")"
+            )
         elif self.shared_partitions:
             pools = f" (partitions {', '.join(self.shared_partitions)} sharing every node)"
         return (
@@ -288,16 +302,37 @@ class SiteProfile:
             raise ValueError("shared_partitions: a list of partition names expected")
         if pools and shared:
             raise ValueError("a profile has pools or shared partitions, not both")
-        if pools and sum(pools.values()) != d["units"]:
-            raise ValueError(f"pools sum to {sum(pools.values())}, not the profile's {d['units']}")
+        nested = d.get("nested", {})
+        if not isinstance(nested, dict) or any(
+            k not in pools or v not in pools or v in nested or pools[k] > pools[v]
+            for k, v in nested.items()
+        ):
+            raise ValueError("nested: pools inside a larger pool that is not nested expected")
+        own = sum(v for k, v in pools.items() if k not in nested)
+        if pools and own != d["units"]:
+            raise ValueError(f"pools sum to {own}, not the profile's {d['units']}")
         return cls(**d, path=path)
 
 
-def scale_pools(pools: dict[str, int], total: int) -> dict[str, int]:
-    """``pools`` scaled to ``total`` units in all (largest remainders; each at least 1)."""
-    have = sum(pools.values())
+def scale_pools(
+    pools: dict[str, int], total: int, nested: dict[str, str] | None = None
+) -> dict[str, int]:
+    """``pools`` scaled to ``total`` units in all (largest remainders; each at least 1);
+    a ``nested`` pool (in its parent, adding no units) by the same factor, at most its
+    parent."""
+    nested = nested or {}
+    own = {k: v for k, v in pools.items() if k not in nested}
+    have = sum(own.values())
     if total == have:
         return dict(pools)
+    out = _scaled(own, total)
+    for k, parent in nested.items():
+        out[k] = min(out[parent], max(1, round(pools[k] * total / have)))
+    return {k: out[k] for k in pools}
+
+
+def _scaled(pools: dict[str, int], total: int) -> dict[str, int]:
+    have = sum(pools.values())
     if total < len(pools):
         raise ValueError(f"{total} units cannot hold {len(pools)} pools")
     exact = {k: v * total / have for k, v in pools.items()}
@@ -350,6 +385,40 @@ def log_partitions(trace: Trace) -> list[str]:
     if len(uniq) < 2 or not all(_PART_NAME.fullmatch(u) for u in uniq):
         return []
     return uniq
+
+
+def nested_pools(trace: Trace, pools: dict[str, int]) -> dict[str, str]:
+    """Partitions whose nodes may be some of a larger partition's: together the two never
+    used more than the larger one's peak (a debug partition on some batch nodes). Each maps
+    to the largest such partition, itself not nested; smallest first."""
+    names = np.array([p or UNNAMED for p in trace.partitions])
+    out: dict[str, str] = {}
+    for small in sorted(pools, key=pools.__getitem__):
+        for big in sorted(pools, key=pools.__getitem__, reverse=True):
+            if big == small or big in out or pools[big] < pools[small]:
+                continue
+            both = recorded_usage(trace.select((names == small) | (names == big))).peak
+            if both <= pools[big]:
+                out[small] = big
+                break
+    parents = set(out.values())
+    return {k: v for k, v in out.items() if k not in parents}
+
+
+def pool_candidates(trace: Trace) -> list[object]:
+    """The partition worlds the fit tries, as (pools, nested, shared partitions): one pool
+    without partitions; where the log names several, also the partitions sharing every
+    node, each a pool of its own, and (where the recorded use allows) some nested in
+    others (:func:`nested_pools`)."""
+    out: list[object] = [({}, {}, [])]
+    parts = log_partitions(trace)
+    if parts:
+        own = partition_pools(trace)
+        out += [({}, {}, parts), (own, {}, [])]
+        inside = nested_pools(trace, own)
+        if inside:
+            out.append((own, inside, []))
+    return out
 
 
 def partition_pools(trace: Trace) -> dict[str, int]:
@@ -550,7 +619,7 @@ def fit(
     scores: dict[tuple[object, ...], float] = {}
 
     def score(p: SiteProfile) -> float:
-        pools = (tuple(p.pools.items()), tuple(p.shared_partitions))
+        pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
         key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, pools)
         if key not in scores:
             runs = [
@@ -568,10 +637,7 @@ def fit(
         return scores[key]
 
     limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
-    parts = log_partitions(trace)
-    pool_options: list[object] = [({}, [])]
-    if parts:  # the partitions on shared nodes, or each on its own
-        pool_options += [({}, parts), (partition_pools(trace), [])]
+    pool_options = pool_candidates(trace)
     axes: list[tuple[str, list[object]]] = [
         ("pools", pool_options),
         ("limits", list(limit_options)),
@@ -629,9 +695,11 @@ def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProf
         text, exempt = cast(tuple[str, bool], opt)
         return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
     if name == "pools":
-        pools, shared = cast(tuple[dict[str, int], list[str]], opt)
-        size = sum(pools.values()) or units
-        return replace(p, pools=pools, shared_partitions=shared, units=size, steps=[])
+        pools, nested, shared = cast(tuple[dict[str, int], dict[str, str], list[str]], opt)
+        size = sum(v for k, v in pools.items() if k not in nested) or units
+        return replace(
+            p, pools=pools, nested=nested, shared_partitions=shared, units=size, steps=[]
+        )
     return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
 
 

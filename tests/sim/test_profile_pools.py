@@ -15,6 +15,7 @@ from sim.profile import (
     SiteProfile,
     fit,
     load,
+    nested_pools,
     partition_pools,
     scale_pools,
     starting_profile,
@@ -34,20 +35,32 @@ PartitionName=gpu Nodes=ALL
 """
 
 
-def recorded_parted(conf: str, n: int = 400, seed: int = 11):
+NESTED = """NodeName=c[1-24]
+NodeName=g[1-8]
+PartitionName=cpu Nodes=c[1-24] Default=YES
+PartitionName=gpu Nodes=g[1-8]
+PartitionName=dev Nodes=c[1-4]
+"""
+
+
+def recorded_parted(conf: str, n: int = 400, seed: int = 11, dev: float = 0.0):
     """A loaded workload of 8 users in two partitions (gpu: a quarter of the jobs, larger
-    ones), its schedule recorded on the cluster ``conf`` describes."""
+    ones; a share ``dev`` of 1-node jobs in a third, dev), its schedule recorded on the
+    cluster ``conf`` describes."""
     rng = np.random.default_rng(seed)
     submit = np.sort(rng.uniform(0, 6 * 86400, n))
     runtime = rng.uniform(600, 6 * 3600, n).round()
-    gpu = rng.random(n) < 0.25
+    draw = rng.random(n)
+    gpu = draw < 0.25
     units = np.where(gpu, rng.choice([2, 4, 8], n), rng.choice([1, 2, 4], n))
+    units = np.where(draw > 1 - dev, 1, units)
     users = rng.integers(0, 8, n)
     rows = [
         (float(s), float(r), float(2 * r), int(u), int(us))
         for s, r, u, us in zip(submit, runtime, units, users, strict=True)
     ]
-    trace = replace(make_trace(rows, total=32), partitions=["gpu" if g else "cpu" for g in gpu])
+    parts = np.where(gpu, "gpu", np.where(draw > 1 - dev, "dev", "cpu"))
+    trace = replace(make_trace(rows, total=32), partitions=[str(p) for p in parts])
     sim = Simulator(trace, SlurmConfig.from_text(conf), total_units=32)
     sim.run()
     start = {r.trace_index: r.start for r in sim.records}
@@ -105,6 +118,26 @@ def test_fit_recovers_partitions_that_share_their_nodes():
     assert one and min(float(s["loss"]) for s in one) > 0.1  # one pool alone fits worse
     again = SiteProfile.from_json(prof.to_json())
     assert again.shared_partitions == ["cpu", "gpu"]
+
+
+def test_fit_recovers_a_partition_nested_in_another():
+    trace = recorded_parted(NESTED, dev=0.15)
+    own = partition_pools(trace)
+    assert own == {"cpu": 24, "dev": 4, "gpu": 8}
+    assert nested_pools(trace, own) == {"dev": "cpu"}
+    assert nested_pools(recorded_parted(SPLIT), POOLS) == {}  # gpu and cpu together > 24
+    trace.digest = "9c" * 32
+    prof = fit(trace, jitters=1)
+    assert prof.nested == {"dev": "cpu"} and prof.units == 32, prof.describe()
+    assert "dev 4 in cpu" in prof.describe()
+    assert prof.fit["spearman"] > 0.95 and prof.fit["ks"] < 0.05
+    cfg = prof.config(64)  # scaled: dev stays inside cpu
+    assert cfg.nodes == 64 and len(cfg.partitions["dev"].nodes) == 8
+    assert set(cfg.partitions["dev"].nodes) <= set(cfg.partitions["cpu"].nodes)
+    again = SiteProfile.from_json(prof.to_json())
+    assert again.nested == {"dev": "cpu"}
+    with pytest.raises(ValueError, match="nested"):
+        SiteProfile.from_json(prof.to_json().replace('"dev": "cpu"', '"dev": "nothere"'))
 
 
 def test_a_profile_with_pools_scales_and_checks_them():

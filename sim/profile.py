@@ -98,6 +98,9 @@ CLAMPS: tuple[tuple[float, float] | None, ...] = (
 _PART_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: the pool of a log's jobs that name no partition
 UNNAMED = "unnamed"
+#: more partitions than this are tried on shared nodes only (a pool each would make the
+#: scheduler passes slow and the nesting search quadratic)
+MAX_POOLS = 16
 
 
 class ProfileError(ValueError):
@@ -409,12 +412,14 @@ def pool_candidates(trace: Trace) -> list[object]:
     """The partition worlds the fit tries, as (pools, nested, shared partitions): one pool
     without partitions; where the log names several, also the partitions sharing every
     node, each a pool of its own, and (where the recorded use allows) some nested in
-    others (:func:`nested_pools`)."""
+    others (:func:`nested_pools`); pools only up to ``MAX_POOLS`` partitions."""
     out: list[object] = [({}, {}, [])]
     parts = log_partitions(trace)
     if parts:
+        out.append(({}, {}, parts))
+    if parts and len(parts) <= MAX_POOLS:
         own = partition_pools(trace)
-        out += [({}, {}, parts), (own, {}, [])]
+        out.append((own, {}, []))
         inside = nested_pools(trace, own)
         if inside:
             out.append((own, inside, []))

@@ -13,10 +13,12 @@ from sim.engine import Simulator
 from sim.profile import (
     UNNAMED,
     SiteProfile,
+    MAX_POOLS,
     fit,
     load,
     nested_pools,
     partition_pools,
+    pool_candidates,
     scale_pools,
     starting_profile,
     store,
@@ -80,6 +82,15 @@ def test_the_pools_are_the_partitions_recorded_peaks():
     # jobs naming none get a pool of their own, the default partition
     blank = ["" if p == "gpu" else p for p in trace.partitions]
     assert partition_pools(replace(trace, partitions=blank)) == {"cpu": 24, UNNAMED: 8}
+
+
+def test_the_worlds_tried():
+    trace = recorded_parted(SPLIT)
+    assert pool_candidates(trace) == [({}, {}, []), ({}, {}, ["cpu", "gpu"]), (POOLS, {}, [])]
+    assert pool_candidates(replace(trace, partitions=[])) == [({}, {}, [])]
+    many = [str(i % (MAX_POOLS + 1)) for i in range(len(trace))]  # shared nodes only
+    worlds = pool_candidates(replace(trace, partitions=many))
+    assert len(worlds) == 2 and len(worlds[1][2]) == MAX_POOLS + 1
 
 
 def test_fit_recovers_the_pools_of_a_log_recorded_on_them(tmp_path):

@@ -11,9 +11,9 @@ import pytest
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.profile import (
+    MAX_POOLS,
     UNNAMED,
     SiteProfile,
-    MAX_POOLS,
     fit,
     load,
     nested_pools,

@@ -173,3 +173,30 @@ def test_a_profile_with_pools_scales_and_checks_them():
     both = prof.to_json().replace('"shared_partitions": []', '"shared_partitions": ["cpu"]')
     with pytest.raises(ValueError, match="not both"):
         SiteProfile.from_json(both)
+
+
+def test_a_sacct_export_names_its_partitions(tmp_path):
+    """The pools come from any dialect's partition field: here sacct's ``Partition``."""
+    from datetime import UTC, datetime
+
+    from sim.traces.read import read_trace
+
+    trace = recorded_parted(NESTED, dev=0.15)
+
+    def stamp(t: float) -> str:
+        return datetime.fromtimestamp(1.7e9 + t, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+    lines = ["JobID|User|Partition|Submit|Start|End|Timelimit|NNodes"]
+    for i in range(len(trace)):
+        s, b, r = trace.submit[i], trace.recorded_start[i], trace.runtime[i]
+        lines.append(
+            f"{i + 1}|u{trace.user[i]}|{trace.partitions[i]}|{stamp(s)}|{stamp(b)}|"
+            f"{stamp(b + r)}|{int(trace.limit[i]) // 60}|{trace.units[i]}"
+        )
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_trace(path)
+    assert sorted(set(log.partitions)) == ["cpu", "dev", "gpu"]
+    own = partition_pools(log)
+    assert own == {"cpu": 24, "dev": 4, "gpu": 8}
+    assert pool_candidates(log)[-1] == (own, {"dev": "cpu"}, [])

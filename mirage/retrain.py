@@ -87,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--decision-interval", type=float, default=1800.0)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--adapt-days",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="then tune the deployed model's threshold and guard again on the chains of the "
+        "last N days (0: off; the backtest's `adapted` row; run it daily)",
+    )
     p.add_argument("--dry-run", action="store_true", help="compare and report, never promote")
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -145,6 +153,64 @@ def promote(candidate: Path, model: Path, store: Path, stamp: str) -> Path:
     with atomic_path(model, suffix=".zip") as tmp:
         shutil.copyfile(candidate, tmp)
     return kept
+
+
+def adapt(
+    run: Path, plan: Plan, model: Path, store: Path, stamp: str, days: float, dry_run: bool
+) -> dict[str, Any]:
+    """Tune the deployed ``model``'s threshold and guard again on the labelled chains that
+    started in the last ``days`` (:func:`mirage.backtest.adapt.retune`) and put the result
+    at ``model`` atomically (kept in ``store/models``; not with ``dry_run``). The figures
+    are on the chains it was tuned on, so they show the change, not a test."""
+    from mirage.agents.common.hindsight import first_fire_gaps
+    from mirage.agents.common.model_io import load_model, read_meta, write_meta
+    from mirage.agents.common.rule import fires
+    from mirage.backtest.adapt import pool_scores, retune
+    from mirage.backtest.plan import DAY
+
+    parts = [d for w in plan.weeks if (d := lb.load_week(run, w)) is not None]
+    pool = lb.join(parts)
+    since = plan.weeks[-1].end - days * DAY
+    recent = np.flatnonzero(pool.ep_t0 >= since)  # every labelled chain has ended
+    policy = load_model(model)
+    out: dict[str, Any] = {"days": days, "chains": int(recent.shape[0]), "changed": False}
+    if policy.threshold is None:
+        out["line"] = f"{model.name} decides without a threshold: nothing to tune"
+        return out
+    score = pool_scores(policy, pool)
+    tuned = retune(policy, pool, score, recent)
+    if tuned is None:
+        out["line"] = f"{recent.shape[0]} chains in the last {days:g} days: the rule stands"
+        return out
+    keep = np.isin(pool.episode, recent)
+    data = lb.select(pool, recent)
+
+    def mean_abs(threshold: float, guard: float | None) -> float:
+        gaps = first_fire_gaps(data, fires(score[keep], data.ctx, threshold, guard))
+        return float(np.abs(gaps).mean() / 3600)
+
+    old = (float(policy.threshold), policy.guard)
+    out.update(
+        before={"threshold": old[0], "guard": old[1], "abs_gap": mean_abs(*old)},
+        after={"threshold": tuned[0], "guard": tuned[1], "abs_gap": mean_abs(*tuned)},
+        changed=tuned != old,
+    )
+    out["line"] = (
+        f"threshold {old[0]:.4g} -> {tuned[0]:.4g}, guard {old[1]} -> {tuned[1]}, on "
+        f"{recent.shape[0]} chains of the last {days:g} days (mean |gap| there "
+        f"{out['before']['abs_gap']:.2f} -> {out['after']['abs_gap']:.2f} h, in sample)"
+    )
+    if out["changed"] and not dry_run:
+        meta = read_meta(model)
+        meta.update(threshold=tuned[0], guard=tuned[1])
+        meta["adapted"] = {"stamp": stamp, "days": days, "chains": out["chains"]}
+        kept = store / "models" / f"{stamp}-adapted-{model.name}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_meta(model, meta, out=kept)
+        with atomic_path(model, suffix=".zip") as tmp:
+            shutil.copyfile(kept, tmp)
+        out["kept_as"] = str(kept)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,6 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["simulator"] = simulator
     if report["promoted"]:
         report["kept_as"] = str(promote(run / report["candidate"], model, store, stamp))
+    if args.adapt_days > 0 and model.is_file():
+        report["adapted"] = adapt(run, plan, model, store, stamp, args.adapt_days, args.dry_run)
+        _log(f"adaptation: {report['adapted']['line']}")
     atomic_write(run / "report.json", json.dumps(report, indent=1))
     atomic_write(run / "report.md", _markdown(report))
     print(_markdown(report))
@@ -231,6 +300,7 @@ def _markdown(r: dict[str, Any]) -> str:
         f"{r['train_chains']} chains, chosen on {r['validation_chains']}. Verdict: {verdict}.\n"
         + (f"\nCurrent model not evaluated: {r['current_error']}\n" if "current_error" in r else "")
         + (f"\n{r['simulator']['line']}\n" if "simulator" in r else "")
+        + (f"\nAdaptation: {r['adapted']['line']}.\n" if "adapted" in r else "")
     )
 
 

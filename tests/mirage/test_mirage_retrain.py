@@ -45,6 +45,37 @@ def test_retrain_promotes_only_a_winner(tmp_path: Path) -> None:
     assert not again["promoted"] and len(list((store / "models").iterdir())) == 1
 
 
+def test_adaptation_retunes_the_deployed_models_rule(tmp_path: Path) -> None:
+    """``--adapt-days``: after the comparison, the deployed model's threshold and guard are
+    tuned again on the last days' chains (in sample: never worse there), and the model is
+    replaced atomically and kept; the network itself is unchanged."""
+    from mirage.agents.common.model_io import load_model
+
+    log, model, store = tmp_path / "acct.swf", tmp_path / "live" / "model.zip", tmp_path / "s"
+    shifting_log(log)
+    common = ["--accounting", str(log), "--model", str(model), "--store", str(store), *ARGS]
+    assert main([*common, "--adapt-days", "14", "--dry-run"]) == 0  # nothing deployed yet
+    assert not model.exists()
+    assert main(common) == 0 and model.is_file()  # the first candidate is deployed
+    deployed = read_meta(model)
+    assert main([*common, "--adapt-days", "14"]) == 0
+    run = max((store / "runs").iterdir())
+    adapted = json.loads((run / "report.json").read_text())["adapted"]
+    assert adapted["chains"] >= 8, adapted
+    assert adapted["after"]["abs_gap"] <= adapted["before"]["abs_gap"] + 1e-9
+    assert "Adaptation: threshold" in (run / "report.md").read_text()
+    meta = read_meta(model)
+    if adapted["changed"]:
+        assert meta["threshold"] == adapted["after"]["threshold"]
+        assert meta["adapted"]["days"] == 14.0 and Path(adapted["kept_as"]).is_file()
+        assert {k: v for k, v in meta.items() if k not in ("threshold", "guard", "adapted")} == {
+            k: v for k, v in deployed.items() if k not in ("threshold", "guard")
+        }
+    else:
+        assert meta == deployed
+    assert load_model(model).threshold == meta["threshold"]
+
+
 def test_a_replaced_model_is_loaded_at_the_next_decision(tmp_path: Path) -> None:
     path = tmp_path / "model.zip"
     shutil.copyfile(default_model_path(), path)

@@ -58,7 +58,7 @@ LOAD_S = 45.0  # the load's submissions span this long (7.5 site days)
 RETRAIN = [
     "--unit", "procs", "--time-scale", f"{K:g}", "--agents", "gap-regressor", "--seeds", "0",
     "--epochs", "1", "--chains-per-week", "6", "--holdout-days", "1", "--history-days", "6",
-    "--chain-units", "1", "--chain-limit-hours", "6", "--no-progress",
+    "--chain-units", "1", "--chain-limit-hours", "6", "--adapt-days", "7", "--no-progress",
 ]  # fmt: skip
 SEGMENT_S = 20
 WATCHER = [
@@ -163,9 +163,17 @@ def test_retrain_reads_the_clusters_jobcomp_log(retrained: Retrained) -> None:
     assert rep["promote"] == (rep["candidate_abs_gap"] < rep["reactive_abs_gap"])
     if rep["promoted"]:
         assert " < reactive (no current model) " in rep["reason"]
-        assert model_identity(str(r.model)) == model_identity(str(r.run / rep["candidate"]))
-        (kept,) = (r.store / "models").iterdir()
-        assert Path(rep["kept_as"]) == kept
+        # --adapt-days: the promoted model's rule is tuned again on the last days' chains
+        # (where there are enough of them), kept beside the promoted one
+        adapted = rep["adapted"]
+        assert adapted["line"] in r.stdout and adapted["days"] == 7.0
+        kept = sorted((r.store / "models").iterdir())
+        assert Path(rep["kept_as"]) in kept
+        deployed = r.run / rep["candidate"]
+        if adapted["changed"]:
+            deployed = Path(adapted["kept_as"])
+            assert len(kept) == 2 and deployed in kept
+        assert model_identity(str(r.model)) == model_identity(str(deployed))
     else:
         assert "is not below reactive (no current model)" in rep["reason"]
         assert f"not promoted, no model deployed ({rep['reason']})" in r.stdout

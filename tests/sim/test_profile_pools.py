@@ -162,9 +162,10 @@ def test_a_profile_with_pools_scales_and_checks_them():
     per_pool = replace(prof, window_s=3600.0, clamp=(0.0, 0.0)).availability(trace, 64)
     assert isinstance(per_pool, dict) and set(per_pool) == {"cpu", "gpu"}
     assert max(per_pool["cpu"].units) == 48 and max(per_pool["gpu"].units) == 16
-    sim = replace(prof, window_s=3600.0).simulator(trace)  # a timeline for each pool
-    sim.run()
-    assert sim.never_started() == {}
+    for total in (None, 64):  # a timeline for each pool, scaled with the cluster
+        sim = replace(prof, window_s=3600.0).simulator(trace, total_units=total)
+        sim.run()
+        assert sim.never_started() == {} and sim.total_units == (total or 32)
     bad = prof.to_json().replace('"gpu": 8', '"gpu": 9')
     with pytest.raises(ValueError, match="pools sum to 33"):
         SiteProfile.from_json(bad)

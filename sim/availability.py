@@ -11,10 +11,12 @@ recorded schedule held at each moment; :func:`fitted` is a timeline never below 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from sim.pools import Pools
 from sim.traces.model import Trace
 
 
@@ -43,6 +45,48 @@ class Availability:
         times ``factor``, rounded, at most ``total`` (the same share of the cluster
         drained at the same moments)."""
         return Availability(self.times, tuple(min(total, round(u * factor)) for u in self.units))
+
+
+def availability_steps(
+    availability: Availability | Mapping[str, Availability] | None,
+    pools: Pools | None,
+    total_units: int,
+) -> tuple[list[float], list[int], list[int]]:
+    """A simulator's availability steps in time order: (times, units, segment; -1 for the
+    whole cluster). With node pools, ``availability`` is per partition, each one pool that
+    no other partition shares."""
+    if availability is None:
+        return [], [], []
+    if isinstance(availability, Availability):
+        if not availability.times:
+            return [], [], []
+        if pools is not None:
+            raise ValueError("with node pools (a Nodes= split) availability is given per partition")
+        if max(availability.units) > total_units:
+            raise ValueError(
+                f"availability of {max(availability.units)} units exceeds the cluster's "
+                f"{total_units}"
+            )
+        n = len(availability.times)
+        return list(availability.times), list(availability.units), [-1] * n
+    if pools is None:
+        raise ValueError("availability per partition needs node pools (a Nodes= split)")
+    steps: list[tuple[float, int, int]] = []
+    for name, av in availability.items():
+        segs = pools.part_segs.get(name)
+        if segs is None:
+            raise ValueError(f"availability for an unknown partition {name!r}")
+        shared = any(segs[0] in other for p, other in pools.part_segs.items() if p != name)
+        if len(segs) != 1 or shared:
+            raise ValueError(f"availability per partition: {name!r} shares its nodes")
+        size = pools.seg_size[segs[0]]
+        if av.units and max(av.units) > size:
+            raise ValueError(
+                f"availability of {max(av.units)} units exceeds partition {name!r}'s {size}"
+            )
+        steps += [(t, segs[0], u) for t, u in zip(av.times, av.units, strict=True)]
+    steps.sort()
+    return [t for t, _, _ in steps], [u for _, _, u in steps], [g for _, g, _ in steps]
 
 
 @dataclass(frozen=True, slots=True)

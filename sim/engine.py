@@ -34,7 +34,7 @@ from hpcbase.jobs import JobSpec, JobState
 from hpcbase.snapshot import QueueSnapshot
 from sim import _backfill
 from sim.acct_policy import AcctPolicy
-from sim.availability import Availability
+from sim.availability import Availability, availability_steps
 from sim.backfill import WILL_RUN_WINDOW, Backfill
 from sim.config import SlurmConfig
 from sim.dependency import parse_dependency
@@ -154,7 +154,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             self.state.seg_free = list(self._pools.seg_size)
         self.state.cap = self.total_units
         self.availability = availability
-        self._av_t, self._av_u, self._av_seg = self._availability_steps(availability)
+        self._av_t, self._av_u, self._av_seg = availability_steps(
+            availability, self._pools, self.total_units
+        )
         if self._pools is not None:
             self.state.seg_cap = list(self._pools.seg_size)
             self.state.seg_debt = [0] * len(self._pools.seg_size)
@@ -282,50 +284,6 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             big = job.units > self.total_units
             out[jid] = "Resources (larger than the cluster)" if big else self.reason(jid)
         return out
-
-    def _availability_steps(
-        self, availability: Availability | Mapping[str, Availability] | None
-    ) -> tuple[list[float], list[int], list[int]]:
-        """The availability steps in time order: (times, units, segment; -1 for the whole
-        cluster). Per partition, each must be one pool that no other partition shares."""
-        if availability is None:
-            return [], [], []
-        if isinstance(availability, Availability):
-            if not availability.times:
-                return [], [], []
-            if self._pools is not None:
-                raise ValueError(
-                    "with node pools (a Nodes= split) availability is given per partition"
-                )
-            if max(availability.units) > self.total_units:
-                raise ValueError(
-                    f"availability of {max(availability.units)} units exceeds the cluster's "
-                    f"{self.total_units}"
-                )
-            return (
-                list(availability.times),
-                list(availability.units),
-                [-1] * len(availability.times),
-            )
-        pools = self._pools
-        if pools is None:
-            raise ValueError("availability per partition needs node pools (a Nodes= split)")
-        steps: list[tuple[float, int, int]] = []
-        for name, av in availability.items():
-            segs = pools.part_segs.get(name)
-            if segs is None:
-                raise ValueError(f"availability for an unknown partition {name!r}")
-            shared = any(segs[0] in other for p, other in pools.part_segs.items() if p != name)
-            if len(segs) != 1 or shared:
-                raise ValueError(f"availability per partition: {name!r} shares its nodes")
-            size = pools.seg_size[segs[0]]
-            if av.units and max(av.units) > size:
-                raise ValueError(
-                    f"availability of {max(av.units)} units exceeds partition {name!r}'s {size}"
-                )
-            steps += [(t, segs[0], u) for t, u in zip(av.times, av.units, strict=True)]
-        steps.sort()
-        return [t for t, _, _ in steps], [u for _, _, u in steps], [g for _, g, _ in steps]
 
     def _pool_step(self, seg: int, units: int) -> None:
         """Segment ``seg`` (one partition's own pool) has ``units`` available from now: a

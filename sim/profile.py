@@ -7,9 +7,9 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
   from it, never from its largest job);
 - an availability timeline (sim/availability.py): the most units the recorded schedule used
   within a window around each moment, the window fitted;
-- node pools, where the log names partitions (queues): each partition its own pool of its
-  recorded peak use (:func:`partition_pools`), or the partitions sharing every node, tried
-  against one pool and no partitions;
+- node pools, where the log names partitions (queues): the partitions sharing every node,
+  each a pool of its recorded peak use, or some nested in others, tried against one pool
+  and no partitions (:func:`pool_candidates`);
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
   least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
   at one of the largest per-user maxima (a soft limit a few users passed);
@@ -130,8 +130,8 @@ class SiteProfile:
     #: Spearman of each priority setting against the log's recorded Priority column over
     #: the fit part (:func:`priority_fit`); empty when the log has none
     priority_spearman: dict[str, float] = field(default_factory=dict)
-    #: node pools: each of the log's partitions (UNNAMED: jobs naming none) and its units,
-    #: disjoint, summing to ``units``; empty: one pool that every job shares
+    #: node pools: each of the log's partitions (UNNAMED: jobs naming none) and its units;
+    #: those not ``nested`` are disjoint and sum to ``units``; empty: one pool for all jobs
     pools: dict[str, int] = field(default_factory=dict)
     #: the log's partitions on one shared pool (every node in each: Slurm's main scheduler
     #: still blocks only the partition of a job that does not fit); empty with pools
@@ -202,7 +202,7 @@ class SiteProfile:
             return None
         if not self.pools:
             return self._fitted(trace, self.units, total_units or self.units)
-        names = np.array([p or UNNAMED for p in trace.partitions])
+        names = partition_names(trace)
         sizes = scale_pools(self.pools, total_units or self.units, self.nested)
         parents = set(self.nested.values())
         return {  # a timeline for each pool that no other partition shares
@@ -378,6 +378,11 @@ def cluster_size(trace: Trace) -> tuple[int, int]:
     return max(own, peak, int(trace.units.max()) if len(trace) else 1), peak
 
 
+def partition_names(trace: Trace) -> np.ndarray:
+    """Each job's partition as a profile names it (UNNAMED where the log names none)."""
+    return np.array([p or UNNAMED for p in trace.partitions])
+
+
 def log_partitions(trace: Trace) -> list[str]:
     """The partitions the log names (UNNAMED for its jobs that name none), sorted; empty
     when it names fewer than two, or a name a ``slurm.conf`` could not hold."""
@@ -394,7 +399,7 @@ def nested_pools(trace: Trace, pools: dict[str, int]) -> dict[str, str]:
     """Partitions whose nodes may be some of a larger partition's: together the two never
     used more than the larger one's peak (a debug partition on some batch nodes). Each maps
     to the largest such partition, itself not nested; smallest first."""
-    names = np.array([p or UNNAMED for p in trace.partitions])
+    names = partition_names(trace)
     out: dict[str, str] = {}
     for small in sorted(pools, key=pools.__getitem__):
         for big in sorted(pools, key=pools.__getitem__, reverse=True):
@@ -429,7 +434,7 @@ def pool_candidates(trace: Trace) -> list[object]:
 def partition_pools(trace: Trace) -> dict[str, int]:
     """Each of the log's partitions (:func:`log_partitions`) and its recorded peak use: the
     pools of a cluster whose partitions share no node; empty when there are none."""
-    names = np.array([p or UNNAMED for p in trace.partitions])
+    names = partition_names(trace)
     return {p: max(1, recorded_usage(trace.select(names == p)).peak) for p in log_partitions(trace)}
 
 

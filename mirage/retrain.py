@@ -204,12 +204,8 @@ def adapt(
         meta = read_meta(model)
         meta.update(threshold=tuned[0], guard=tuned[1])
         meta["adapted"] = {"stamp": stamp, "days": days, "chains": out["chains"]}
-        kept = store / "models" / f"{stamp}-adapted-{model.name}"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        write_meta(model, meta, out=kept)
-        with atomic_path(model, suffix=".zip") as tmp:
-            shutil.copyfile(kept, tmp)
-        out["kept_as"] = str(kept)
+        adapted = write_meta(model, meta, out=run / f"adapted-{model.name}")
+        out["kept_as"] = str(promote(adapted, model, store, stamp))
     return out
 
 

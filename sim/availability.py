@@ -183,3 +183,56 @@ def fitted(
     times.append(t0 + step * n)
     units.append(total)
     return Availability(tuple(float(x) for x in times), tuple(int(u) for u in units))
+
+
+def outage_windows(
+    trace: Trace, units: int, min_gap: float, available: Availability | None = None
+) -> list[tuple[float, float]]:
+    """Outages and reservations in a recorded schedule: the stretches between consecutive
+    recorded starts at least ``min_gap`` seconds apart at whose end some recorded job had
+    waited ``min_gap`` seconds (submitted by then, started at the stretch's end or later)
+    while it would have fit in the units the schedule left idle (``available`` units, or
+    ``units`` throughout, less those in use). Each is ``(t, end)``, from just after the
+    last start before it (that start stands) to the next one."""
+    rec = trace.recorded_start
+    known = np.isfinite(rec)
+    starts = np.unique(rec[known])
+    gaps = np.flatnonzero(np.diff(starts) >= min_gap)
+    if not len(gaps):
+        return []
+    long = known & (rec - trace.submit >= min_gap)  # only these can have waited so long
+    submit, start, size = trace.submit[long], rec[long], trace.units[long]
+    use = recorded_usage(trace)
+    out: list[tuple[float, float]] = []
+    for g in gaps:
+        before, end = float(starts[g]), float(starts[g + 1])
+        at = end - min_gap
+        cap = units if available is None else available.at(at, units)
+        i = int(np.searchsorted(use.times, at, side="right")) - 1
+        idle = cap - (int(use.units[i]) if i >= 0 else 0)
+        if np.any((submit <= at) & (start >= end) & (size <= idle)):
+            out.append((before + 1.0, end))
+    return out
+
+
+def with_outages(
+    available: Availability | None, windows: list[tuple[float, float]], total: int
+) -> Availability:
+    """``available`` (None: all ``total`` units all the time) with nothing available within
+    each of ``windows``: what runs keeps running, no job starts, and what ends is not
+    given back until the window closes (a maintenance reservation)."""
+    times = list(available.times) if available is not None else []
+    units = list(available.units) if available is not None else []
+    if not windows:
+        return Availability(tuple(times), tuple(units))
+    marks = np.array(times, float)
+    opens = np.array([a for a, _ in windows])
+    closes = np.array([b for _, b in windows])
+    points = np.unique(np.concatenate([marks, opens, closes]))
+    at = np.searchsorted(marks, points, side="right") - 1
+    base = np.where(at >= 0, np.asarray(units + [total], np.int64)[np.maximum(at, 0)], total)
+    inside = np.searchsorted(opens, points, side="right") - 1
+    shut = (inside >= 0) & (points < closes[np.maximum(inside, 0)])
+    level = np.where(shut, 0, base)
+    keep = np.r_[True, level[1:] != level[:-1]]
+    return Availability(tuple(float(t) for t in points[keep]), tuple(int(u) for u in level[keep]))

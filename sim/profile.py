@@ -41,7 +41,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from sim.availability import Availability, fitted, recorded_usage
+from sim.availability import (
+    Availability,
+    fitted,
+    outage_windows,
+    recorded_usage,
+    with_outages,
+)
 from sim.calibration import find_stored, store_beside
 from sim.config import SlurmConfig
 from sim.fidelity import Fidelity, fidelity, spearman
@@ -92,6 +98,9 @@ CLAMPS: tuple[tuple[float, float] | None, ...] = (
     (3600.0, 0.0),
     (3600.0, 0.025),
 )
+#: outages: None, or the shortest stretch without a recorded start, while a job that would
+#: have fit waited, taken as a window in which nothing could start (availability.outage_windows)
+OUTAGES: tuple[float | None, ...] = (None, 2 * 3600.0, 6 * 3600.0)
 
 
 #: partition names a profile's slurm.conf can hold; a log naming others is fitted on one pool
@@ -139,6 +148,9 @@ class SiteProfile:
     #: pools nested in another: the partition's nodes are the first of its parent's (a
     #: debug partition on some of the batch nodes); it adds no units of its own
     nested: dict[str, str] = field(default_factory=dict)
+    #: an OUTAGES entry: stretches of at least this many seconds without a recorded start
+    #: while a job that would have fit waited are windows in which nothing may start
+    outage_s: float | None = None
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -198,7 +210,7 @@ class SiteProfile:
         one per pool, fitted to its partition's jobs); for a cluster of ``total_units``
         other than the profile's, scaled to it (the same share of the cluster available at
         each moment)."""
-        if self.window_s is None:
+        if self.window_s is None and self.outage_s is None:
             return None
         if not self.pools:
             return self._fitted(trace, self.units, total_units or self.units)
@@ -214,9 +226,11 @@ class SiteProfile:
     def _fitted(self, trace: Trace, units: int, scaled_to: int) -> Availability:
         """The timeline of a pool of ``units`` whose jobs are ``trace``'s, scaled to
         ``scaled_to`` units."""
-        assert self.window_s is not None
         use = recorded_usage(trace)
-        if self.clamp is None:
+        avail: Availability | None
+        if self.window_s is None:
+            avail = None
+        elif self.clamp is None:
             avail = fitted(use, units, window=self.window_s)
         else:
             window, share = self.clamp
@@ -228,6 +242,10 @@ class SiteProfile:
                 waiting_trace=trace,
                 waiting_window=window,
             )
+        if self.outage_s is not None:
+            windows = outage_windows(trace, units, self.outage_s, avail)
+            avail = with_outages(avail, windows, units)
+        assert avail is not None
         return avail if scaled_to == units else avail.scaled(scaled_to / units, scaled_to)
 
     def simulator(
@@ -258,6 +276,8 @@ class SiteProfile:
             win += (
                 f", while jobs waited {self.clamp[0] / 3600:g} h window + {100 * self.clamp[1]:g} %"
             )
+        if self.outage_s is not None:
+            win += f", outages after {self.outage_s / 3600:g} h without a start"
         prio = self.priority
         if self.priority in self.priority_spearman:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
@@ -314,6 +334,11 @@ class SiteProfile:
         own = sum(v for k, v in pools.items() if k not in nested)
         if pools and own != d["units"]:
             raise ValueError(f"pools sum to {own}, not the profile's {d['units']}")
+        outage = d.get("outage_s")
+        if outage is not None and (not isinstance(outage, int | float) or not outage > 0):
+            raise ValueError(
+                f"outage_s: a positive number of seconds or null expected, not {outage!r}"
+            )
         return cls(**d, path=path)
 
 
@@ -630,7 +655,7 @@ def fit(
 
     def score(p: SiteProfile) -> float:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
-        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, pools)
+        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, p.outage_s, pools)
         if key not in scores:
             runs = [
                 fidelity(
@@ -653,6 +678,7 @@ def fit(
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
         ("clamp", list(CLAMPS)),
+        ("outage_s", list(OUTAGES)),
         ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
     ]
@@ -664,9 +690,11 @@ def fit(
 
     # limits and availability interact, and so do availability and priority (an order that
     # fragments the schedule lengthens waits as a smaller cluster does): start from the
-    # best pair of limits and window, then the best pair of window and priority under those
-    # limits (and of pools and priority where the log names partitions), then descend one
-    # setting at a time, in rounds until nothing changes
+    # best pair of limits and window, then of window and priority under those (and of pools
+    # and priority where the log names partitions), then descend one setting at a time, in
+    # rounds until nothing changes. Outages and the window both bound what may start: a
+    # second start takes the best pair of those after the first pair. The better of the two
+    # descents is kept (a greedy search from one start can stop short of the other).
     pairs: list[tuple[str, list[object], str, list[object]]] = [
         ("limits", list(limit_options), "window_s", list(WINDOWS))
     ]
@@ -675,21 +703,35 @@ def fit(
         pairs.append(("window_s", list(WINDOWS), "priority", priorities))
     if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
         pairs.append(("pools", pool_options, "priority", priorities))
-    best = prof
-    for a, a_opts, b, b_opts in pairs:
-        best = min(
-            (with_option(with_option(best, a, x), b, y) for x in a_opts for y in b_opts),
-            key=score,
-        )
-    for _ in range(4):
-        changed = False
-        for name, options in axes:
-            for opt in options:
-                cand = with_option(best, name, opt)
-                if score(cand) < score(best) - 1e-9:
-                    best, changed = cand, True
-        if not changed:
-            break
+    outage_pair: tuple[str, list[object], str, list[object]] = (
+        "outage_s",
+        list(OUTAGES),
+        "window_s",
+        list(WINDOWS),
+    )
+
+    def descend(
+        best: SiteProfile, pairs: list[tuple[str, list[object], str, list[object]]]
+    ) -> SiteProfile:
+        for a, a_opts, b, b_opts in pairs:
+            best = min(
+                (with_option(with_option(best, a, x), b, y) for x in a_opts for y in b_opts),
+                key=score,
+            )
+        for _ in range(4):
+            changed = False
+            for name, options in axes:
+                for opt in options:
+                    cand = with_option(best, name, opt)
+                    if score(cand) < score(best) - 1e-9:
+                        best, changed = cand, True
+            if not changed:
+                break
+        return best
+
+    best = min(
+        (descend(prof, pairs), descend(prof, [pairs[0], outage_pair, *pairs[1:]])), key=score
+    )
     best.steps = prof.steps
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
     best.fit = f.as_dict()

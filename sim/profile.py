@@ -628,6 +628,12 @@ def starting_profile(trace: Trace, fraction: float = FIT_FRACTION) -> SiteProfil
     )
 
 
+#: two settings searched jointly: (name, options, name, options)
+Pair = tuple[str, list[object], str, list[object]]
+Score = Callable[[SiteProfile], float]
+WithOption = Callable[[SiteProfile, str, object], SiteProfile]
+
+
 def fit(
     trace: Trace,
     *,
@@ -695,48 +701,55 @@ def fit(
     # rounds until nothing changes. Outages and the window both bound what may start: a
     # second start takes the best pair of those after the first pair. The better of the two
     # descents is kept (a greedy search from one start can stop short of the other).
-    pairs: list[tuple[str, list[object], str, list[object]]] = [
-        ("limits", list(limit_options), "window_s", list(WINDOWS))
-    ]
+    pairs: list[Pair] = [("limits", list(limit_options), "window_s", list(WINDOWS))]
     priorities: list[object] = [prof.priority] if ranked else list(PRIORITY_SETTINGS)
     if not ranked:
         pairs.append(("window_s", list(WINDOWS), "priority", priorities))
     if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
         pairs.append(("pools", pool_options, "priority", priorities))
-    outage_pair: tuple[str, list[object], str, list[object]] = (
-        "outage_s",
-        list(OUTAGES),
-        "window_s",
-        list(WINDOWS),
-    )
+    outage_pair: Pair = ("outage_s", list(OUTAGES), "window_s", list(WINDOWS))
 
-    def descend(
-        best: SiteProfile, pairs: list[tuple[str, list[object], str, list[object]]]
-    ) -> SiteProfile:
-        for a, a_opts, b, b_opts in pairs:
-            best = min(
-                (with_option(with_option(best, a, x), b, y) for x in a_opts for y in b_opts),
-                key=score,
-            )
-        for _ in range(4):
-            changed = False
-            for name, options in axes:
-                for opt in options:
-                    cand = with_option(best, name, opt)
-                    if score(cand) < score(best) - 1e-9:
-                        best, changed = cand, True
-            if not changed:
-                break
-        return best
-
-    best = min(
-        (descend(prof, pairs), descend(prof, [pairs[0], outage_pair, *pairs[1:]])), key=score
-    )
+    first = _pair_search(prof, pairs[:1], score, with_option)
+    best = _descend(_pair_search(first, pairs[1:], score, with_option), axes, score, with_option)
+    second = _pair_search(first, [outage_pair], score, with_option)
+    if second.outage_s is not None:  # else the first start already searched that world
+        other = _pair_search(second, pairs[1:], score, with_option)
+        best = min(best, _descend(other, axes, score, with_option), key=score)
     best.steps = prof.steps
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
     best.fit = f.as_dict()
     best.created = datetime.now(UTC).isoformat(timespec="seconds")
     return best
+
+
+def _pair_search(
+    p: SiteProfile, pairs: list[Pair], score: Score, with_option: WithOption
+) -> SiteProfile:
+    """``p`` with, for each pair of settings in turn, the pair of their options that scores
+    best."""
+    for a, a_opts, b, b_opts in pairs:
+        p = min(
+            (with_option(with_option(p, a, x), b, y) for x in a_opts for y in b_opts),
+            key=score,
+        )
+    return p
+
+
+def _descend(
+    p: SiteProfile, axes: list[tuple[str, list[object]]], score: Score, with_option: WithOption
+) -> SiteProfile:
+    """Coordinate descent from ``p``: one setting at a time, in rounds (at most 4) until
+    nothing lowers the score."""
+    for _ in range(4):
+        changed = False
+        for name, options in axes:
+            for opt in options:
+                cand = with_option(p, name, opt)
+                if score(cand) < score(p) - 1e-9:
+                    p, changed = cand, True
+        if not changed:
+            break
+    return p
 
 
 def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProfile:

@@ -698,6 +698,34 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     return PyBool_FromLong(changed);
 }
 
+/* A job's place in the queue's order: its (tier, prio, seq) (SimJob.sort_key). */
+static int sort_item(PyObject *job, SortItem *it) {
+    if (check_job(job) < 0 || read_ll(slot(job, F_TIER), &it->tier) < 0 ||
+        read_ll(slot(job, F_PRIO), &it->prio) < 0 || read_ll(slot(job, F_SEQ), &it->seq) < 0)
+        return -1;
+    it->job = job;
+    return 0;
+}
+
+/* insort(order, job) -> None
+ * Insert `job` into `order`, a queue sorted by (-tier, -prio, seq), after any job with an
+ * equal key: bisect.insort(order, job, key=SimJob.sort_key), with the key read from the
+ * job's fields (SimJob.key, when set, equals them). */
+static PyObject *insort(PyObject *self, PyObject *args) {
+    PyObject *order, *job;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &order, &job)) return NULL;
+    SortItem x, m;
+    if (sort_item(job, &x) < 0) return NULL;
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return NULL;
+        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
+    }
+    if (PyList_Insert(order, lo, job) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ QOS limits */
 
 /* A running-jobs limit's count for one user: use[k] of the user's entry in `user_use`
@@ -1103,6 +1131,7 @@ static PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
     {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
     {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
+    {"insort", insort, METH_VARARGS, "Insert a job into the queue in its order."},
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
     {"advance_ticks", advance_ticks, METH_VARARGS, "Priority ticks at which nothing else happens."},
     {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},

@@ -18,6 +18,7 @@ def refresh(
     fs: np.ndarray | tuple[np.ndarray, float, float] | None,
     /,
 ) -> bool: ...
+def insort(order: list[Any], job: Any, /) -> None: ...
 def fairshare_tick(
     usage: np.ndarray,
     run_units: np.ndarray,

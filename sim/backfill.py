@@ -65,7 +65,7 @@ class Backfill(EngineState):
         else:
             idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
         if idx:
-            self._start_picked([(i, None) for i in idx], backfill=True)
+            self._start_indices(idx, backfill=True)
 
     def _plan_limited(self) -> list[int]:
         """The compiled backfill plan under QOS limits: jobs held by a limit at their turn

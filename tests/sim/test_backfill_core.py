@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -203,6 +204,37 @@ def test_refresh_computes_the_queued_users_factors_as_fairshare_does(rows, usage
     _backfill.refresh(jobs, NOW, 0.0, 604800.0, 1e5, share.lazy_factors())
     _backfill.refresh(twins, NOW, 0.0, 604800.0, 1e5, fs)
     assert [(j.seq, j.prio) for j in jobs] == [(j.seq, j.prio) for j in twins]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(1, 5), st.integers(0, 8)), max_size=30),
+    st.tuples(st.integers(0, 2), st.integers(1, 5), st.integers(0, 8)),
+    st.booleans(),
+)
+def test_insort_is_bisect_insort_by_sort_key(rows, new, stale):
+    """The compiled insort puts a job where bisect.insort by SimJob.sort_key does (after equal
+    keys), whether a job's key is stored or left to its fields (None after a refresh)."""
+    jobs = [make_job(1, 60.0, tier=t, prio=p, seq=q) for t, p, q in rows]
+    if stale:
+        for j in jobs[::2]:
+            j.key = None
+    jobs.sort(key=SimJob.sort_key)
+    t, p, q = new
+    job = make_job(1, 60.0, tier=t, prio=p, seq=q)
+    want = list(jobs)
+    bisect.insort(want, job, key=SimJob.sort_key)
+    _backfill.insort(jobs, job)
+    assert [id(j) for j in jobs] == [id(j) for j in want]
+
+
+def test_insort_refuses_what_is_not_a_job():
+    with pytest.raises(TypeError):
+        _backfill.insort([make_job(1, 1.0)], object())
+    with pytest.raises(AttributeError):
+        _backfill.insort([SimJob()], make_job(1, 1.0))  # fields unset
+    with pytest.raises(TypeError):
+        _backfill.insort((), make_job(1, 1.0))  # not a list
 
 
 def test_fairshare_tick_matches_numpy():

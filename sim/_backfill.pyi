@@ -57,6 +57,14 @@ def limited_picks(
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
 ) -> list[int]: ...
+def plan_limited(
+    order: list[Any],
+    n_test: int,
+    params: MapParams,
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> list[int]: ...
 def first_held(
     jobs: list[Any],
     idx: list[int],

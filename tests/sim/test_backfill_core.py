@@ -447,3 +447,62 @@ def test_limited_picks_and_first_held_match_the_limit_checks(
     got_extra: dict[int, list[int]] = {}
     assert _backfill.first_held(order, plan, sim.state.user_use, got_extra, params) == want_held
     assert got_extra == ref_extra
+
+
+def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-def]
+    """The backfill plan under QOS limits by the Python rules (``_limit_reason``,
+    ``_count_start``) and :func:`plan_model`: the jobs a limit holds now are left out; while
+    a planned start is held (counting the planned starts before it), the plan is redone
+    without it. Indices into ``order`` of the jobs started now."""
+    cand = [i for i, job in enumerate(order[:n_test]) if sim._limit_reason(job) is None]
+    while True:
+        idx = plan_model([(order[i].units, order[i].limit) for i in cand], len(cand), params)
+        extra: dict[int, list[int]] = {}
+        held = -1
+        for k, i in enumerate(idx):
+            if sim._limit_reason(order[cand[i]], extra) is not None:
+                held = k
+                break
+            sim._count_start(order[cand[i]], extra)
+        if held < 0:
+            return [cand[i] for i in idx]
+        del cand[idx[held]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    *LIMITED_CASES,
+    st.lists(st.tuples(st.sampled_from([0.0, 30.0, 60.0, 600.0, 3600.0]), st.integers(1, 12))),
+    st.lists(st.sampled_from([30.0, 60.0, 61.0, 600.0, 3600.0]), min_size=1, max_size=5),
+)
+def test_plan_limited_matches_the_model(
+    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, n_test, running, limits
+):
+    """The compiled backfill plan under QOS limits starts what the Python rules start."""
+    sim, order = limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world)
+    assume(sim.limits is not None)
+    for i, job in enumerate(order):
+        job.limit = limits[i % len(limits)]
+    ends, used = [], 0
+    for seq, (dt, units) in enumerate(running):
+        if used + units > 40:
+            break
+        used += units
+        ends.append((NOW + dt, seq, units))
+    ends.sort()
+    params = MapParams(
+        now=NOW,
+        free=40 - used,
+        ends=ends,
+        horizon=NOW + 86400.0,
+        min_step=60.0,
+        per_node=sim._cpus_per_node,
+        total=40,
+        window=30.0,
+        linear=0.0,
+        epoch=0.0,
+        resolution=60.0,
+    )
+    want = plan_limited_model(sim, order, n_test, params)
+    got = _backfill.plan_limited(order, n_test, params, sim.state.user_use, sim._limit_params())
+    assert got == want

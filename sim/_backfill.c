@@ -81,7 +81,7 @@ static inline PyObject *slot(PyObject *job, int f) {
     return *(PyObject **)((char *)job + offsets[f]);
 }
 
-static int check_job(PyObject *job) {
+static inline int check_job(PyObject *job) {
     if (job_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "sim._backfill: register() the job class first");
         return -1;
@@ -99,12 +99,28 @@ static int check_job(PyObject *job) {
     return 0;
 }
 
-static int read_double(PyObject *o, double *out) {
+/* Field reads: a float or an int (the hot loops read several per job; exact floats and
+ * small ints, the usual fields, are read inline). */
+static inline int read_double(PyObject *o, double *out) {
+    if (PyFloat_CheckExact(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
     *out = PyFloat_AsDouble(o);
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static int read_ll(PyObject *o, long long *out) {
+static inline int read_ll(PyObject *o, long long *out) {
+#if PY_VERSION_HEX < 0x030C0000
+    /* CPython 3.11 keeps an int of at most one digit as its sign (ob_size) and that digit */
+    if (PyLong_CheckExact(o)) {
+        Py_ssize_t size = Py_SIZE(o);
+        if (size >= -1 && size <= 1) {
+            *out = size * (long long)((PyLongObject *)o)->ob_digit[0];
+            return 0;
+        }
+    }
+#endif
     *out = PyLong_AsLongLong(o);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }

@@ -39,7 +39,10 @@ class Backfill(EngineState):
         half a second (a job that would end in the second a reservation begins delays it)."""
         if self._whole:
             return math.floor(start) + limit - 0.5
-        return _round_end(start + limit, self.cfg.bf_resolution)
+        t, res = start + limit, self.cfg.bf_resolution
+        if res <= 1 or math.isinf(t):  # _round_end, inlined (hot: every start and end)
+            return t
+        return math.ceil(t / res) * res
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start

@@ -50,6 +50,9 @@ from sim.priority import PriorityModel
 from sim.state import SimState
 from sim.traces.model import Trace
 
+# how a job ends, looked up once (an Enum member lookup is slow)
+_TIMEOUT, _FAILED, _COMPLETED = JobState.TIMEOUT, JobState.FAILED, JobState.COMPLETED
+
 __all__ = [
     "WILL_RUN_WINDOW",
     "BackfillCycle",
@@ -553,11 +556,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 if job.runtime >= 0 and job.id in st.running:  # not cancelled
                     del st.running[job.id]
                     if job.runtime > job.limit:
-                        state = JobState.TIMEOUT
+                        state = _TIMEOUT
                     elif job.exit_code:
-                        state = JobState.FAILED
+                        state = _FAILED
                     else:
-                        state = JobState.COMPLETED
+                        state = _COMPLETED
                     self._release(job, state)
                     if (
                         cycle is not None

@@ -245,23 +245,25 @@ class JobManager(EngineState):
         if job.begin is not None and job.begin > now:
             self._push(job.begin, _TIMER, job)
             return
-        wake = -math.inf
-        for d in job.deps:
-            ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
-            if not ok:
-                if at is not None:
-                    wake = max(wake, at)
-                else:
-                    return
-        if wake > now:
-            self._push(wake, _TIMER, job)
-            return
+        if job.deps:
+            wake = -math.inf
+            for d in job.deps:
+                ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
+                if not ok:
+                    if at is not None:
+                        wake = max(wake, at)
+                    else:
+                        return
+            if wake > now:
+                self._push(wake, _TIMER, job)
+                return
         if not math.isnan(job.eligible):
             return
         job.eligible = now
         if math.isnan(job.accrue):
             job.accrue = now
-        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
+        calc = st.prio_tick if st.prio_tick > -math.inf else now  # _prio_calc_time
+        job.prio = self.prio.priority(job.static, job.accrue, job.user, calc)
         job.key = (-job.tier, -job.prio, job.seq)
         _backfill.insort(st.order, job)  # insort(st.order, job, key=SimJob.sort_key), compiled
         h = st.min_units

@@ -84,6 +84,14 @@ class MainScheduler(EngineState):
         """:meth:`_main_pass` on node pools or under QOS limits: a job held by a limit is
         skipped and blocks nothing; a job fits when its partition's nodes hold it."""
         st = self.state
+        if self._pools is None and len(self.cfg.partitions) <= 1:
+            # one partition, no pools, so QOS limits: _general_picks' compiled case
+            picks = _backfill.limited_picks(
+                st.order, depth, st.free, st.user_use, {}, self._limit_params()
+            )
+            if picks:
+                self._start_indices(picks, backfill=False)
+            return
         started = self._general_picks(st.order, depth, st.free, {})
         if started:
             self._start_picked(started, backfill=False)

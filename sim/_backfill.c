@@ -802,33 +802,40 @@ static int parse_limits(PyObject *t, Limits *l) {
     return 0;
 }
 
+/* Add the user's counts in `counts` (a dict user -> [jobs, nodes, cpus, ...]; none without
+ * an entry) to c[k] for each k that `want[k]`. */
+static int add_use(PyObject *counts, PyObject *user, const int *want, long long *c) {
+    PyObject *use = PyDict_GetItemWithError(counts, user);
+    if (use == NULL) return PyErr_Occurred() ? -1 : 0;
+    for (int k = 0; k < 3; k++) {
+        long long v;
+        if (!want[k]) continue;
+        if (use_count(use, k, &v) < 0) return -1;
+        c[k] += v;
+    }
+    return 0;
+}
+
 /* Whether a QOS limit holds `job` back (1) or not (0), -1 with an exception: its user's
  * running jobs, nodes and CPUs in `user_use`, plus those in `extra` (jobs started earlier in
  * the same pass; may be NULL) (sim/acct_policy.py, _limit_reason). Sets the job's nodes and
- * CPUs as the limits count them (_tres). */
+ * CPUs as the limits count them (_tres). Only the counts a limit applies to are read. */
 static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const Limits *l,
                        long long *nodes, long long *cpus) {
-    long long units, jobs, held_nodes, held_cpus, x_jobs = 0, x_nodes = 0, x_cpus = 0;
+    long long units;
     if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) return -1;
-    PyObject *user = slot(job, F_USER);
-    PyObject *use = PyDict_GetItemWithError(user_use, user);
-    if (use == NULL && PyErr_Occurred()) return -1;
-    if (use_count(use, 0, &jobs) < 0 || use_count(use, 1, &held_nodes) < 0 ||
-        use_count(use, 2, &held_cpus) < 0)
-        return -1;
-    if (extra != NULL) {
-        PyObject *more = PyDict_GetItemWithError(extra, user);
-        if (more == NULL && PyErr_Occurred()) return -1;
-        if (use_count(more, 0, &x_jobs) < 0 || use_count(more, 1, &x_nodes) < 0 ||
-            use_count(more, 2, &x_cpus) < 0)
-            return -1;
-    }
     *nodes = l->cpu_counted ? (units + l->per_node - 1) / l->per_node : units;
     *cpus = l->cpu_counted ? units : units * l->node_cpus;
-    return (l->max_jobs >= 0 && jobs + x_jobs + 1 > l->max_jobs) ||
-           (l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes) &&
-            held_nodes + x_nodes + *nodes > l->max_nodes) ||
-           (l->max_cpus >= 0 && held_cpus + x_cpus + *cpus > l->max_cpus);
+    /* the limits that apply to this job: jobs, nodes (unless exempt), CPUs */
+    int want[3] = {l->max_jobs >= 0, l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes),
+                   l->max_cpus >= 0};
+    if (!(want[0] || want[1] || want[2])) return 0;
+    long long c[3] = {0, 0, 0};
+    PyObject *user = slot(job, F_USER);
+    if (add_use(user_use, user, want, c) < 0 || (extra != NULL && add_use(extra, user, want, c) < 0))
+        return -1;
+    return (want[0] && c[0] + 1 > l->max_jobs) || (want[1] && c[1] + *nodes > l->max_nodes) ||
+           (want[2] && c[2] + *cpus > l->max_cpus);
 }
 
 /* Add a started job to its user's counts in `extra` (a dict user -> [jobs, nodes, CPUs, 0],

@@ -81,7 +81,7 @@ static inline PyObject *slot(PyObject *job, int f) {
     return *(PyObject **)((char *)job + offsets[f]);
 }
 
-static int check_job(PyObject *job) {
+static inline int check_job(PyObject *job) {
     if (job_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "sim._backfill: register() the job class first");
         return -1;
@@ -99,12 +99,28 @@ static int check_job(PyObject *job) {
     return 0;
 }
 
-static int read_double(PyObject *o, double *out) {
+/* Field reads: a float or an int (the hot loops read several per job; exact floats and
+ * small ints, the usual fields, are read inline). */
+static inline int read_double(PyObject *o, double *out) {
+    if (PyFloat_CheckExact(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
     *out = PyFloat_AsDouble(o);
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static int read_ll(PyObject *o, long long *out) {
+static inline int read_ll(PyObject *o, long long *out) {
+#if PY_VERSION_HEX < 0x030C0000
+    /* CPython 3.11 keeps an int of at most one digit as its sign (ob_size) and that digit */
+    if (PyLong_CheckExact(o)) {
+        Py_ssize_t size = Py_SIZE(o);
+        if (size >= -1 && size <= 1) {
+            *out = size * (long long)((PyLongObject *)o)->ob_digit[0];
+            return 0;
+        }
+    }
+#endif
     *out = PyLong_AsLongLong(o);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
@@ -423,10 +439,8 @@ static int param_ll(PyObject *rec, int k, long long *out) {
 
 /* plan() and estimate() take (order, index, params): the queue (a list of jobs), an index,
  * and the map's inputs (see MapParams in sim/mapparams.py for their meaning). */
-static int parse_map_call(PyObject *args, const char *fname, PyObject **order, Py_ssize_t *index,
-                          Params *p, long long *free_now, PyObject **ends) {
-    PyObject *rec;
-    if (!PyArg_ParseTuple(args, "O!nO", &PyList_Type, order, index, &rec)) return -1;
+static int parse_params(PyObject *rec, const char *fname, Params *p, long long *free_now,
+                        PyObject **ends) {
     PyObject *e = param_get(rec, P_ENDS);
     if (e == NULL) return -1;
     Py_DECREF(e); /* the record keeps it alive for the call */
@@ -447,78 +461,108 @@ static int parse_map_call(PyObject *args, const char *fname, PyObject **order, P
     return 0;
 }
 
+static int parse_map_call(PyObject *args, const char *fname, PyObject **order, Py_ssize_t *index,
+                          Params *p, long long *free_now, PyObject **ends) {
+    PyObject *rec;
+    if (!PyArg_ParseTuple(args, "O!nO", &PyList_Type, order, index, &rec)) return -1;
+    return parse_params(rec, fname, p, free_now, ends);
+}
+
 typedef struct { double t, dur; long long units; } Held;
 
-/* plan(order, n_test, params) -> list[int]
- * The backfill pass: indices (into order) of the jobs it starts now. A job that waits
- * reserves its earliest start (whole nodes); a job started now joins the running jobs, so
- * the map is rebuilt with it (its end can regroup the others) and the reservations so far. */
-static PyObject *plan(PyObject *self, PyObject *args) {
-    PyObject *order, *ends;
-    Py_ssize_t n_test;
-    Params p;
-    long long free_now;
-    if (parse_map_call(args, "plan", &order, &n_test, &p, &free_now, &ends) < 0) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(order);
-    if (n_test < n) n = n_test;
-    PyObject *started = PyList_New(0);
-    if (started == NULL) return NULL;
-    if (n <= 0) return started;
-    long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
-    double *limit = PyMem_Malloc((size_t)n * sizeof(double));
-    Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
-    Py_ssize_t n_held = 0;
-    if (units == NULL || limit == NULL || held == NULL) { PyErr_NoMemory(); goto fail; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *job = PyList_GET_ITEM(order, i);
-        if (check_job(job) < 0) goto fail;
-        if (read_ll(slot(job, F_UNITS), &units[i]) < 0) goto fail;
-        if (read_double(slot(job, F_LIMIT), &limit[i]) < 0) goto fail;
-    }
+/* The backfill pass over n jobs given as arrays (plan(), plan_limited()): the positions of
+ * the jobs it starts now, ascending, into `out` (*n_out of them); `held` has room for n. A
+ * job that waits reserves its earliest start (whole nodes); a job started now joins the
+ * running jobs, so the map is rebuilt with it (its end can regroup the others) and the
+ * reservations so far. */
+static int plan_core(const long long *units, const double *limit, Py_ssize_t n, const Params *p,
+                     long long free_now, PyObject *ends, Held *held, Py_ssize_t *out,
+                     Py_ssize_t *n_out) {
+    *n_out = 0;
     /* A job larger than the free units cannot start in this pass (starts only take units);
      * past the last one that fits, nothing changes. */
-    Py_ssize_t last = -1;
+    Py_ssize_t last = -1, n_held = 0;
     for (Py_ssize_t i = 0; i < n; i++)
         if (units[i] <= free_now) last = i;
-    if (last < 0) goto done;
-    if (ends_load(&ends_buf, ends) < 0) goto fail;
-    if (map_build(&map, &p, free_now, &ends_buf) < 0) goto fail;
+    if (last < 0) return 0;
+    if (ends_load(&ends_buf, ends) < 0) return -1;
+    if (map_build(&map, p, free_now, &ends_buf) < 0) return -1;
     long long free_left = free_now;
     int stale = 0;
     for (Py_ssize_t i = 0; i <= last; i++) {
         if (stale) {
-            if (map_build(&map, &p, free_left, &ends_buf) < 0) goto fail;
+            if (map_build(&map, p, free_left, &ends_buf) < 0) return -1;
             for (Py_ssize_t h = 0; h < n_held; h++)
-                if (map_reserve(&map, held[h].t, held[h].dur, held[h].units) < 0) goto fail;
+                if (map_reserve(&map, held[h].t, held[h].dur, held[h].units) < 0) return -1;
             stale = 0;
         }
         int found;
         double t = map_earliest(&map, units[i], limit[i], &found);
         if (!found) continue;
-        if (t == p.now) {
-            PyObject *idx = PyLong_FromSsize_t(i);
-            if (idx == NULL || PyList_Append(started, idx) < 0) { Py_XDECREF(idx); goto fail; }
-            Py_DECREF(idx);
+        if (t == p->now) {
+            out[(*n_out)++] = i;
             free_left -= units[i];
-            if (ends_insert(&ends_buf, round_end(p.now + limit[i], p.res), units[i]) < 0) goto fail;
+            if (ends_insert(&ends_buf, round_end(p->now + limit[i], p->res), units[i]) < 0)
+                return -1;
             stale = 1;
         } else {
-            held[n_held] = (Held){t, limit[i], whole_nodes(units[i], p.per_node, p.total)};
-            if (map_reserve(&map, t, limit[i], held[n_held].units) < 0) goto fail;
+            held[n_held] = (Held){t, limit[i], whole_nodes(units[i], p->per_node, p->total)};
+            if (map_reserve(&map, t, limit[i], held[n_held].units) < 0) return -1;
             n_held++;
         }
     }
+    return 0;
+}
+
+/* Positions `pos[0..n)` mapped through `index` (NULL: themselves) as a list of ints. */
+static PyObject *index_list(const Py_ssize_t *pos, Py_ssize_t n, const Py_ssize_t *index) {
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *idx = PyLong_FromSsize_t(index ? index[pos[k]] : pos[k]);
+        if (idx == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, idx);
+    }
+    return out;
+}
+
+/* plan(order, n_test, params) -> list[int]
+ * The backfill pass over the first n_test jobs of order: indices of the jobs it starts now
+ * (plan_core). */
+static PyObject *plan(PyObject *self, PyObject *args) {
+    PyObject *order, *ends, *started = NULL;
+    Py_ssize_t n_test, n_out = 0;
+    Params p;
+    long long free_now;
+    if (parse_map_call(args, "plan", &order, &n_test, &p, &free_now, &ends) < 0) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (n_test < n) n = n_test;
+    if (n <= 0) return PyList_New(0);
+    long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
+    double *limit = PyMem_Malloc((size_t)n * sizeof(double));
+    Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
+    Py_ssize_t *pos = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    if (units == NULL || limit == NULL || held == NULL || pos == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0 ||
+            read_double(slot(job, F_LIMIT), &limit[i]) < 0)
+            goto done;
+    }
+    if (plan_core(units, limit, n, &p, free_now, ends, held, pos, &n_out) < 0) goto done;
+    started = index_list(pos, n_out, NULL);
 done:
     PyMem_Free(units);
     PyMem_Free(limit);
     PyMem_Free(held);
+    PyMem_Free(pos);
     return started;
-fail:
-    PyMem_Free(units);
-    PyMem_Free(limit);
-    PyMem_Free(held);
-    Py_DECREF(started);
-    return NULL;
 }
 
 /* estimate(order, target, params) -> float | None
@@ -698,6 +742,34 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     return PyBool_FromLong(changed);
 }
 
+/* A job's place in the queue's order: its (tier, prio, seq) (SimJob.sort_key). */
+static int sort_item(PyObject *job, SortItem *it) {
+    if (check_job(job) < 0 || read_ll(slot(job, F_TIER), &it->tier) < 0 ||
+        read_ll(slot(job, F_PRIO), &it->prio) < 0 || read_ll(slot(job, F_SEQ), &it->seq) < 0)
+        return -1;
+    it->job = job;
+    return 0;
+}
+
+/* insort(order, job) -> None
+ * Insert `job` into `order`, a queue sorted by (-tier, -prio, seq), after any job with an
+ * equal key: bisect.insort(order, job, key=SimJob.sort_key), with the key read from the
+ * job's fields (SimJob.key, when set, equals them). */
+static PyObject *insort(PyObject *self, PyObject *args) {
+    PyObject *order, *job;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &order, &job)) return NULL;
+    SortItem x, m;
+    if (sort_item(job, &x) < 0) return NULL;
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return NULL;
+        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
+    }
+    if (PyList_Insert(order, lo, job) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ QOS limits */
 
 /* A running-jobs limit's count for one user: use[k] of the user's entry in `user_use`
@@ -730,33 +802,40 @@ static int parse_limits(PyObject *t, Limits *l) {
     return 0;
 }
 
+/* Add the user's counts in `counts` (a dict user -> [jobs, nodes, cpus, ...]; none without
+ * an entry) to c[k] for each k that `want[k]`. */
+static int add_use(PyObject *counts, PyObject *user, const int *want, long long *c) {
+    PyObject *use = PyDict_GetItemWithError(counts, user);
+    if (use == NULL) return PyErr_Occurred() ? -1 : 0;
+    for (int k = 0; k < 3; k++) {
+        long long v;
+        if (!want[k]) continue;
+        if (use_count(use, k, &v) < 0) return -1;
+        c[k] += v;
+    }
+    return 0;
+}
+
 /* Whether a QOS limit holds `job` back (1) or not (0), -1 with an exception: its user's
  * running jobs, nodes and CPUs in `user_use`, plus those in `extra` (jobs started earlier in
  * the same pass; may be NULL) (sim/acct_policy.py, _limit_reason). Sets the job's nodes and
- * CPUs as the limits count them (_tres). */
+ * CPUs as the limits count them (_tres). Only the counts a limit applies to are read. */
 static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const Limits *l,
                        long long *nodes, long long *cpus) {
-    long long units, jobs, held_nodes, held_cpus, x_jobs = 0, x_nodes = 0, x_cpus = 0;
+    long long units;
     if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) return -1;
-    PyObject *user = slot(job, F_USER);
-    PyObject *use = PyDict_GetItemWithError(user_use, user);
-    if (use == NULL && PyErr_Occurred()) return -1;
-    if (use_count(use, 0, &jobs) < 0 || use_count(use, 1, &held_nodes) < 0 ||
-        use_count(use, 2, &held_cpus) < 0)
-        return -1;
-    if (extra != NULL) {
-        PyObject *more = PyDict_GetItemWithError(extra, user);
-        if (more == NULL && PyErr_Occurred()) return -1;
-        if (use_count(more, 0, &x_jobs) < 0 || use_count(more, 1, &x_nodes) < 0 ||
-            use_count(more, 2, &x_cpus) < 0)
-            return -1;
-    }
     *nodes = l->cpu_counted ? (units + l->per_node - 1) / l->per_node : units;
     *cpus = l->cpu_counted ? units : units * l->node_cpus;
-    return (l->max_jobs >= 0 && jobs + x_jobs + 1 > l->max_jobs) ||
-           (l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes) &&
-            held_nodes + x_nodes + *nodes > l->max_nodes) ||
-           (l->max_cpus >= 0 && held_cpus + x_cpus + *cpus > l->max_cpus);
+    /* the limits that apply to this job: jobs, nodes (unless exempt), CPUs */
+    int want[3] = {l->max_jobs >= 0, l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes),
+                   l->max_cpus >= 0};
+    if (!(want[0] || want[1] || want[2])) return 0;
+    long long c[3] = {0, 0, 0};
+    PyObject *user = slot(job, F_USER);
+    if (add_use(user_use, user, want, c) < 0 || (extra != NULL && add_use(extra, user, want, c) < 0))
+        return -1;
+    return (want[0] && c[0] + 1 > l->max_jobs) || (want[1] && c[1] + *nodes > l->max_nodes) ||
+           (want[2] && c[2] + *cpus > l->max_cpus);
 }
 
 /* Add a started job to its user's counts in `extra` (a dict user -> [jobs, nodes, CPUs, 0],
@@ -903,6 +982,82 @@ static PyObject *first_held(PyObject *self, PyObject *args) {
         if (count_start(extra, job, nodes, cpus) < 0) return NULL;
     }
     return PyLong_FromLong(-1);
+}
+
+/* plan_limited(order, n_test, params, user_use, limits) -> list[int]
+ * The backfill pass under QOS limits (sim/backfill.py, _plan_limited; its reference is
+ * plan_limited_model in tests/sim/backfill_model.py): plan() over the first n_test jobs of
+ * order less those a limit holds now (limit_filter); then, while a planned start is held
+ * by a limit counting the planned starts before it (first_held), the plan is redone without
+ * that job. Returns the indices into order of the jobs it starts now. */
+static PyObject *plan_limited(PyObject *self, PyObject *args) {
+    PyObject *order, *rec, *user_use, *lim, *ends, *started = NULL;
+    Py_ssize_t n_test;
+    Params p;
+    long long free_now;
+    Limits l;
+    if (!PyArg_ParseTuple(args, "O!nOO!O", &PyList_Type, &order, &n_test, &rec, &PyDict_Type,
+                          &user_use, &lim) ||
+        parse_limits(lim, &l) < 0 || parse_params(rec, "plan_limited", &p, &free_now, &ends) < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    if (n_test < n) n = n_test;
+    if (n <= 0) return PyList_New(0);
+    /* the candidates: their indices into order, units and limits (held ones left out) */
+    Py_ssize_t *cand = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
+    double *limit = PyMem_Malloc((size_t)n * sizeof(double));
+    Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
+    Py_ssize_t *pos = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    Py_ssize_t m = 0, n_out;
+    if (cand == NULL || units == NULL || limit == NULL || held == NULL || pos == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = PyList_GET_ITEM(order, i);
+        long long nodes, cpus;
+        int h = limit_holds(job, user_use, NULL, &l, &nodes, &cpus);
+        if (h < 0) goto done;
+        if (h) continue;
+        if (read_ll(slot(job, F_UNITS), &units[m]) < 0 ||
+            read_double(slot(job, F_LIMIT), &limit[m]) < 0)
+            goto done;
+        cand[m++] = i;
+    }
+    for (;;) {
+        if (plan_core(units, limit, m, &p, free_now, ends, held, pos, &n_out) < 0) goto done;
+        /* the first planned start a limit holds, counting the planned starts before it */
+        PyObject *extra = PyDict_New();
+        if (extra == NULL) goto done;
+        Py_ssize_t first = -1;
+        for (Py_ssize_t k = 0; k < n_out && first < 0; k++) {
+            PyObject *job = PyList_GET_ITEM(order, cand[pos[k]]);
+            long long nodes, cpus;
+            int h = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
+            if (h < 0 || (!h && count_start(extra, job, nodes, cpus) < 0)) {
+                Py_DECREF(extra);
+                goto done;
+            }
+            if (h) first = k;
+        }
+        Py_DECREF(extra);
+        if (first < 0) break;
+        /* redo the plan without that job: the walk before it is unchanged */
+        Py_ssize_t k = pos[first], rest = m - k - 1;
+        memmove(cand + k, cand + k + 1, (size_t)rest * sizeof(Py_ssize_t));
+        memmove(units + k, units + k + 1, (size_t)rest * sizeof(long long));
+        memmove(limit + k, limit + k + 1, (size_t)rest * sizeof(double));
+        m--;
+    }
+    started = index_list(pos, n_out, cand);
+done:
+    PyMem_Free(cand);
+    PyMem_Free(units);
+    PyMem_Free(limit);
+    PyMem_Free(held);
+    PyMem_Free(pos);
+    return started;
 }
 
 /* ------------------------------------------------------------------ fair-share tick */
@@ -1103,10 +1258,12 @@ static PyMethodDef methods[] = {
     {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
     {"estimate", estimate, METH_VARARGS, "squeue --start for one pending job."},
     {"refresh", refresh, METH_VARARGS, "Recompute priorities at a tick and sort the queue."},
+    {"insort", insort, METH_VARARGS, "Insert a job into the queue in its order."},
     {"fairshare_tick", fairshare_tick, METH_VARARGS, "Fold usage and compute the factors."},
     {"advance_ticks", advance_ticks, METH_VARARGS, "Priority ticks at which nothing else happens."},
     {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
+    {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
     {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},

@@ -18,6 +18,7 @@ def refresh(
     fs: np.ndarray | tuple[np.ndarray, float, float] | None,
     /,
 ) -> bool: ...
+def insort(order: list[Any], job: Any, /) -> None: ...
 def fairshare_tick(
     usage: np.ndarray,
     run_units: np.ndarray,
@@ -53,6 +54,14 @@ def limited_picks(
     free: int,
     user_use: dict[int, list[int]],
     extra: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> list[int]: ...
+def plan_limited(
+    order: list[Any],
+    n_test: int,
+    params: MapParams,
+    user_use: dict[int, list[int]],
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
 ) -> list[int]: ...

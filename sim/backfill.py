@@ -39,7 +39,10 @@ class Backfill(EngineState):
         half a second (a job that would end in the second a reservation begins delays it)."""
         if self._whole:
             return math.floor(start) + limit - 0.5
-        return _round_end(start + limit, self.cfg.bf_resolution)
+        t, res = start + limit, self.cfg.bf_resolution
+        if res <= 1 or math.isinf(t):  # _round_end, inlined (hot: every start and end)
+            return t
+        return math.ceil(t / res) * res
 
     def _backfill_pass(self) -> None:
         """Slurm's backfill: walk the first ``bf_max_job_test`` jobs in priority order, start
@@ -65,31 +68,22 @@ class Backfill(EngineState):
         else:
             idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
         if idx:
-            self._start_picked([(i, None) for i in idx], backfill=True)
+            self._start_indices(idx, backfill=True)
 
     def _plan_limited(self) -> list[int]:
         """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
         in the walk (counting the jobs the pass starts before them) are left out, with no
         reservation. The plan is redone without the first job a limit holds until none is
-        held: the walk before that job is unchanged, so this is the walk in order."""
-        order = self.state.order
-        stop = min(self.cfg.bf_max_job_test, len(order))
-        unheld = self._unheld(order, stop)
-        # cand: the walked jobs' indices into order; None while they are order[:stop]
-        cand, jobs = (None, order) if unheld is None else unheld
-        n = stop if cand is None else len(jobs)
-        params = self._limit_params()
-        while True:
-            idx = _backfill.plan(jobs, n, self._map_params())
-            # the first planned start a limit holds, counting the starts before it
-            held = _backfill.first_held(jobs, idx, self.state.user_use, {}, params)
-            if held < 0:
-                return idx if cand is None else [cand[k] for k in idx]
-            if cand is None:
-                cand, jobs = list(range(stop)), order[:stop]
-            k = idx[held]
-            del cand[k], jobs[k]
-            n -= 1
+        held: the walk before that job is unchanged, so this is the walk in order
+        (``_backfill.plan_limited``; its Python model is tests/sim/backfill_model.py)."""
+        st = self.state
+        return _backfill.plan_limited(
+            st.order,
+            self.cfg.bf_max_job_test,
+            self._map_params(),
+            st.user_use,
+            self._limit_params(),
+        )
 
     def _segment_map(
         self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]

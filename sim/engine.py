@@ -1,14 +1,15 @@
 """The discrete-event Slurm simulator.
 
-Events live on one heap ordered by ``(time, kind, seq)``. At equal times the documented tie
-order is: submissions (trace order, then injected jobs in call order), then eligibility
-timers (``--begin``, ``after:ID+min``), then the delayed main-scheduler run for batch
-submissions, then the backfill scheduler, then job ends, then the priority recalculation and
-the main scheduler. The backfill pass of a second thus sees that second's submissions but not
-its job ends (real Slurm's backfill loop sees a job end a pass later; the main scheduler sees
-it at once). Scheduler
-passes are skipped when they cannot change anything (nothing happened since the last one,
-or no eligible pending job fits in the free units); the outcome is the same as running them.
+Events live on one heap ordered by ``(time, kind, seq)``, but for the delayed main-scheduler
+run for batch submissions (at most one is due: ``SimState.kick_at``). At equal times the
+documented tie order is: submissions (trace order, then injected jobs in call order), then
+eligibility timers (``--begin``, ``after:ID+min``), then the delayed main-scheduler run for
+batch submissions, then the backfill scheduler, then job ends, then the priority recalculation
+and the main scheduler. The backfill pass of a second thus sees that second's submissions but
+not its job ends (real Slurm's backfill loop sees a job end a pass later; the main scheduler
+sees it at once). Scheduler passes are skipped when they cannot change anything (nothing
+happened since the last one, or no eligible pending job fits in the free units); the outcome
+is the same as running them.
 Opt-in, :class:`BackfillCycle` replaces the whole-second backfill ticks with Slurm's
 free-running loop, delays job ends by a completion latency and may hold every start while a
 job completes (sub-second times).
@@ -48,6 +49,9 @@ from sim.pools import Pools
 from sim.priority import PriorityModel
 from sim.state import SimState
 from sim.traces.model import Trace
+
+# how a job ends, looked up once (an Enum member lookup is slow)
+_TIMEOUT, _FAILED, _COMPLETED = JobState.TIMEOUT, JobState.FAILED, JobState.COMPLETED
 
 __all__ = [
     "WILL_RUN_WINDOW",
@@ -312,6 +316,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             t = min(t, float(self._arrays.submit[st.cursor]))
         if st.av_at < len(self._av_t):
             t = min(t, self._av_t[st.av_at])
+        if st.kick_at > st.now:
+            t = min(t, st.kick_at)
         return t
 
     def advance(self, until: float) -> None:
@@ -461,6 +467,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                     t = float(ts)
             if st.av_at < n_av and av_t[st.av_at] < t:
                 t = av_t[st.av_at]
+            # the delayed main-scheduler run for batch submissions (not on the heap: there
+            # is at most one); read before this turn's submissions may set the next one
+            kick = st.kick_at if st.kick_at > st.now else math.inf
+            if kick < t:
+                t = kick
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
             if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
@@ -520,6 +531,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 st.main_dirty = True
             # 3. the delayed main-scheduler run for batch submissions (or a job's epilog
             # completing, BackfillCycle.completing)
+            if kick == t:
+                events = True
+                st.main_dirty = True
             while heap and heap[0][0] == t and heap[0][1] == _KICK:
                 heapq.heappop(heap)
                 events = True
@@ -542,11 +556,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 if job.runtime >= 0 and job.id in st.running:  # not cancelled
                     del st.running[job.id]
                     if job.runtime > job.limit:
-                        state = JobState.TIMEOUT
+                        state = _TIMEOUT
                     elif job.exit_code:
-                        state = JobState.FAILED
+                        state = _FAILED
                     else:
-                        state = JobState.COMPLETED
+                        state = _COMPLETED
                     self._release(job, state)
                     if (
                         cycle is not None
@@ -574,7 +588,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 st.av_at += 1
                 events = True
                 st.main_dirty = True
-            self._after_events(events)
+            if events:
+                st.bf_dirty = True
+            if st.main_dirty or st.full_main_due or t >= st.calc_next:
+                self._due_passes()
 
     def _quiet_ticks(self, first: float, before: float, until: float) -> None:
         """The calc ticks from ``first`` on, before ``before`` and up to ``until``, at which
@@ -661,15 +678,20 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         if delay <= 0:
             st.main_dirty = True
         elif st.kick_at <= st.now:
-            st.kick_at = st.now + delay
-            self._push(st.kick_at, _KICK, None)
+            st.kick_at = st.now + delay  # the event loop runs it (_loop)
 
     def _after_events(self, events: bool = True) -> None:
+        """Events happened now (``events``: any that the backfill scheduler has to look
+        at): run the passes that are due."""
+        if events:
+            self.state.bf_dirty = True
+        self._due_passes()
+
+    def _due_passes(self) -> None:
+        """The priority refresh and the main scheduler's passes, where due now."""
         st = self.state
         t = st.now
         cfg = self.cfg
-        if events:
-            st.bf_dirty = True
         full_main = st.full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
         if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due

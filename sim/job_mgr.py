@@ -14,6 +14,7 @@ import numpy as np
 
 from hpcbase.config import ConfigError
 from hpcbase.jobs import JobSpec, JobState
+from sim import _backfill
 from sim.config import Partition
 from sim.dependency import Dependency
 from sim.engine_state import _END, _NAN, _TIMER, EngineState
@@ -21,6 +22,9 @@ from sim.limits import REASON_SUBMIT
 from sim.pools import Alloc, take
 from sim.state import SimJob
 from sim.traces.model import Trace
+
+# the states a job takes here, looked up once (an Enum member lookup is slow)
+_PENDING, _RUNNING, _CANCELLED = JobState.PENDING, JobState.RUNNING, JobState.CANCELLED
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +131,7 @@ class JobManager(EngineState):
         job.submit = submit
         job.begin = begin
         job.deps = deps
-        job.has_singleton = any(d.kind == "singleton" for d in deps)
+        job.has_singleton = any(d.kind == "singleton" for d in deps) if deps else False
         job.part = part.name
         if self._general:  # only then read (a snapshot of the plain case stays as small)
             job.pool = pools.part_segs[part.name] if pools is not None else ()
@@ -135,7 +139,7 @@ class JobManager(EngineState):
         job.tier = part.priority_tier
         job.static = self.prio.static_part(job.units, part.priority_job_factor, qos)
         job.exit_code = exit_code
-        job.state = JobState.PENDING
+        job.state = _PENDING
         job.eligible = _NAN
         job.accrue = _NAN
         job.start = _NAN
@@ -179,7 +183,8 @@ class JobManager(EngineState):
         st.pending[job.id] = job
         if self.cfg.accrue_always:
             job.accrue = st.now
-        st.deps.add(job, self._fin_pos)
+        if job.name or job.deps:
+            st.deps.add(job, self._fin_pos)
         self._check_eligible(job)
 
     def _reject_reason(self, job: SimJob) -> str | None:
@@ -199,8 +204,8 @@ class JobManager(EngineState):
         """A job refused at submission: logged as CANCELLED, never started."""
         st = self.state
         st.rejected[job.id] = why
-        job.state = JobState.CANCELLED
-        self._log_job(job, st.now, _NAN, _NAN, st.now, JobState.CANCELLED, False)
+        job.state = _CANCELLED
+        self._log_job(job, st.now, _NAN, _NAN, st.now, _CANCELLED, False)
 
     def _log_job(
         self,
@@ -240,25 +245,27 @@ class JobManager(EngineState):
         if job.begin is not None and job.begin > now:
             self._push(job.begin, _TIMER, job)
             return
-        wake = -math.inf
-        for d in job.deps:
-            ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
-            if not ok:
-                if at is not None:
-                    wake = max(wake, at)
-                else:
-                    return
-        if wake > now:
-            self._push(wake, _TIMER, job)
-            return
+        if job.deps:
+            wake = -math.inf
+            for d in job.deps:
+                ok, at = st.deps.satisfied(job, d, now, st.running, self._finished_record)
+                if not ok:
+                    if at is not None:
+                        wake = max(wake, at)
+                    else:
+                        return
+            if wake > now:
+                self._push(wake, _TIMER, job)
+                return
         if not math.isnan(job.eligible):
             return
         job.eligible = now
         if math.isnan(job.accrue):
             job.accrue = now
-        job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
+        calc = st.prio_tick if st.prio_tick > -math.inf else now  # _prio_calc_time
+        job.prio = self.prio.priority(job.static, job.accrue, job.user, calc)
         job.key = (-job.tier, -job.prio, job.seq)
-        insort(st.order, job, key=SimJob.sort_key)
+        _backfill.insort(st.order, job)  # insort(st.order, job, key=SimJob.sort_key), compiled
         h = st.min_units
         heapq.heappush(h, (job.units, job.seq, job.id))
         if job.units < st.minu:
@@ -276,26 +283,29 @@ class JobManager(EngineState):
         now = st.now
         if self._general:
             self._take(job, alloc)
-        job.state = JobState.RUNNING
+        jid, units, limit = job.id, job.units, job.limit
+        job.state = _RUNNING
         job.start = now
         job.backfill = backfill
-        st.free -= job.units
+        st.free -= units
         if st.free < 0:
-            raise AssertionError(f"over-allocation starting job {job.id}")
-        del st.pending[job.id]
+            raise AssertionError(f"over-allocation starting job {jid}")
+        del st.pending[jid]
         st.minu = -1
-        st.running[job.id] = job
-        end = now + min(job.runtime, job.limit)
+        st.running[jid] = job
+        runtime = job.runtime
+        end = now + (limit if limit < runtime else runtime)  # min(runtime, limit)
         if self.cycle is not None:
             end += self.cycle.end_latency
         job.end = end
-        self._push(end, _END, job)
-        insort(st.ends, (self._map_end(now, job.limit), job.seq, job.units))
+        st.seq += 1
+        heapq.heappush(st.heap, (end, _END, st.seq, job))
+        insort(st.ends, (self._map_end(now, limit), job.seq, units))
         if self.prio.w_fairshare:  # usage only matters to a fair-share factor
-            self.prio.fairshare.change(job.user, job.units, now)
+            self.prio.fairshare.change(job.user, units, now)
         if backfill:
             st.n_backfilled += 1
-        if job.id in st.deps.waiters:
+        if jid in st.deps.waiters:
             for w in st.deps.started(job.id):
                 if w.id in st.pending:
                     self._check_eligible(w)
@@ -311,6 +321,15 @@ class JobManager(EngineState):
             del order[i]
         for job, alloc in jobs:
             self._start(job, backfill, alloc)
+
+    def _start_indices(self, idx: list[int], backfill: bool) -> None:
+        """:meth:`_start_picked` of jobs without allocations, by their indices alone."""
+        order = self.state.order
+        jobs = [order[i] for i in idx]
+        for i in reversed(idx):
+            del order[i]
+        for job in jobs:
+            self._start(job, backfill)
 
     def _release(self, job: SimJob, state: JobState) -> None:
         """A running job ended (completed, failed, timed out or cancelled)."""

@@ -40,7 +40,8 @@ class MainScheduler(EngineState):
         st = self.state
         if st.now < st.cg_until:  # a job's epilog is still running (BackfillCycle.completing)
             return False
-        return st.free > 0 and st.free >= self._min_pending_units()
+        free, minu = st.free, st.minu
+        return free > 0 and free >= (minu if minu >= 0 else self._min_pending_units())
 
     def _refresh_priorities(self) -> bool:
         """Recompute priorities as of the latest calc tick; True if the order changed."""
@@ -77,12 +78,20 @@ class MainScheduler(EngineState):
         st = self.state
         started = strict_picks(st.order, depth, st.free, len(self.cfg.partitions) <= 1)
         if started:
-            self._start_picked([(i, None) for i in started], backfill=False)
+            self._start_indices(started, backfill=False)
 
     def _main_pass_general(self, depth: int) -> None:
         """:meth:`_main_pass` on node pools or under QOS limits: a job held by a limit is
         skipped and blocks nothing; a job fits when its partition's nodes hold it."""
         st = self.state
+        if self._pools is None and len(self.cfg.partitions) <= 1:
+            # one partition, no pools, so QOS limits: _general_picks' compiled case
+            picks = _backfill.limited_picks(
+                st.order, depth, st.free, st.user_use, {}, self._limit_params()
+            )
+            if picks:
+                self._start_indices(picks, backfill=False)
+            return
         started = self._general_picks(st.order, depth, st.free, {})
         if started:
             self._start_picked(started, backfill=False)

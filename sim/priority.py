@@ -13,6 +13,7 @@ profile compares with a sacct log's ``Priority`` column (sim/profile.py).
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,8 +22,16 @@ from sim.config import SlurmConfig
 from sim.traces.model import Trace
 
 
+def _floats(a: np.ndarray) -> memoryview[float]:
+    """A float64 array's memory: its items read and written in place as Python floats."""
+    return cast("memoryview[float]", a.data)
+
+
 class FairShare:
     """Per-user decayed usage, accumulated from running jobs."""
+
+    #: (accrued, run_units, stamp) as memoryviews, made when needed (not pickled)
+    _views: tuple[memoryview[float], memoryview[float], memoryview[float]] | None = None
 
     def __init__(self, half_life: float, n_users: int = 1) -> None:
         self.half_life = half_life
@@ -35,6 +44,11 @@ class FairShare:
         self.total = 0.0  # everyone's usage, as of the last tick
         self.scale = 1.0  # n_users of the last tick: each user's share is 1 / scale
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_views", None)
+        return state
+
     def _grow(self, user: int) -> None:
         n = self.usage.shape[0]
         if user < n:
@@ -44,13 +58,24 @@ class FairShare:
             arr = getattr(self, name)
             fill = self.last if name == "stamp" else 0.0
             setattr(self, name, np.concatenate([arr, np.full(extra, fill)]))
+        self._views = None
 
     def change(self, user: int, delta_units: int, now: float) -> None:
-        """A job of ``user`` started (+units) or ended (-units) at ``now``."""
-        self._grow(user)
-        self.accrued[user] += self.run_units[user] * (now - self.stamp[user])
-        self.stamp[user] = now
-        self.run_units[user] += delta_units
+        """A job of ``user`` started (+units) or ended (-units) at ``now`` (on memoryviews of
+        the arrays: Python floats, the same arithmetic without NumPy's scalar overhead)."""
+        if not 0 <= user < self.usage.shape[0]:
+            self._grow(user)
+        views = self._views
+        if views is None:
+            views = self._views = (
+                _floats(self.accrued),
+                _floats(self.run_units),
+                _floats(self.stamp),
+            )
+        accrued, run_units, stamp = views
+        accrued[user] += run_units[user] * (now - stamp[user])
+        stamp[user] = now
+        run_units[user] += delta_units
 
     def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float]:
         """Decay usage to ``now`` and add what running jobs accrued since the last tick
@@ -102,6 +127,7 @@ class PriorityModel:
 
         # Whether priorities can change between events (age or fair-share weighted).
         self.time_dependent = cfg.multifactor and (self.w_age > 0 or self.w_fairshare > 0)
+        self._static: dict[tuple[int, int, float], float] = {}  # static_part's, by arguments
 
     def size_factor(self, units: int) -> float:
         frac = min(units / self.total_units, 1.0)
@@ -111,13 +137,17 @@ class PriorityModel:
         return 1.0 - frac if self.cfg.favor_small else frac
 
     def static_part(self, units: int, part_factor: int, qos_factor: float) -> float:
-        """The factors that do not change while a job waits."""
-        c = self.cfg
-        return (
-            c.weight_job_size * self.size_factor(units)
-            + c.weight_partition * part_factor / self.max_part_factor
-            + c.weight_qos * qos_factor
-        )
+        """The factors that do not change while a job waits (remembered by arguments)."""
+        key = (units, part_factor, qos_factor)
+        value = self._static.get(key)
+        if value is None:
+            c = self.cfg
+            value = self._static[key] = (
+                c.weight_job_size * self.size_factor(units)
+                + c.weight_partition * part_factor / self.max_part_factor
+                + c.weight_qos * qos_factor
+            )
+        return value
 
     def begin_tick(self, now: float) -> None:
         """Fold usage up to ``now``."""

@@ -117,7 +117,7 @@ class SimState:
     bf_ran_at: float = -math.inf
     bf_wake: float = math.nan  # the backfill loop's next wake-up (BackfillCycle only)
     main_ran_at: float = -math.inf
-    kick_at: float = -math.inf  # the pending delayed main-scheduler run (batch_sched_delay)
+    kick_at: float = -math.inf  # the delayed main-scheduler run (batch_sched_delay), if > now
     bf_pass_at: float = -math.inf  # when the last backfill pass began (BackfillCycle only)
     cg_until: float = -math.inf  # no job starts before: an epilog runs (BackfillCycle only)
     seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -203,6 +204,37 @@ def test_refresh_computes_the_queued_users_factors_as_fairshare_does(rows, usage
     _backfill.refresh(jobs, NOW, 0.0, 604800.0, 1e5, share.lazy_factors())
     _backfill.refresh(twins, NOW, 0.0, 604800.0, 1e5, fs)
     assert [(j.seq, j.prio) for j in jobs] == [(j.seq, j.prio) for j in twins]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(1, 5), st.integers(0, 8)), max_size=30),
+    st.tuples(st.integers(0, 2), st.integers(1, 5), st.integers(0, 8)),
+    st.booleans(),
+)
+def test_insort_is_bisect_insort_by_sort_key(rows, new, stale):
+    """The compiled insort puts a job where bisect.insort by SimJob.sort_key does (after equal
+    keys), whether a job's key is stored or left to its fields (None after a refresh)."""
+    jobs = [make_job(1, 60.0, tier=t, prio=p, seq=q) for t, p, q in rows]
+    if stale:
+        for j in jobs[::2]:
+            j.key = None
+    jobs.sort(key=SimJob.sort_key)
+    t, p, q = new
+    job = make_job(1, 60.0, tier=t, prio=p, seq=q)
+    want = list(jobs)
+    bisect.insort(want, job, key=SimJob.sort_key)
+    _backfill.insort(jobs, job)
+    assert [id(j) for j in jobs] == [id(j) for j in want]
+
+
+def test_insort_refuses_what_is_not_a_job():
+    with pytest.raises(TypeError):
+        _backfill.insort([make_job(1, 1.0)], object())
+    with pytest.raises(AttributeError):
+        _backfill.insort([SimJob()], make_job(1, 1.0))  # fields unset
+    with pytest.raises(TypeError):
+        _backfill.insort((), make_job(1, 1.0))  # not a list
 
 
 def test_fairshare_tick_matches_numpy():
@@ -415,3 +447,62 @@ def test_limited_picks_and_first_held_match_the_limit_checks(
     got_extra: dict[int, list[int]] = {}
     assert _backfill.first_held(order, plan, sim.state.user_use, got_extra, params) == want_held
     assert got_extra == ref_extra
+
+
+def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-def]
+    """The backfill plan under QOS limits by the Python rules (``_limit_reason``,
+    ``_count_start``) and :func:`plan_model`: the jobs a limit holds now are left out; while
+    a planned start is held (counting the planned starts before it), the plan is redone
+    without it. Indices into ``order`` of the jobs started now."""
+    cand = [i for i, job in enumerate(order[:n_test]) if sim._limit_reason(job) is None]
+    while True:
+        idx = plan_model([(order[i].units, order[i].limit) for i in cand], len(cand), params)
+        extra: dict[int, list[int]] = {}
+        held = -1
+        for k, i in enumerate(idx):
+            if sim._limit_reason(order[cand[i]], extra) is not None:
+                held = k
+                break
+            sim._count_start(order[cand[i]], extra)
+        if held < 0:
+            return [cand[i] for i in idx]
+        del cand[idx[held]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    *LIMITED_CASES,
+    st.lists(st.tuples(st.sampled_from([0.0, 30.0, 60.0, 600.0, 3600.0]), st.integers(1, 12))),
+    st.lists(st.sampled_from([30.0, 60.0, 61.0, 600.0, 3600.0]), min_size=1, max_size=5),
+)
+def test_plan_limited_matches_the_model(
+    rows, use, max_jobs, max_nodes, max_cpus, exempt, world, n_test, running, limits
+):
+    """The compiled backfill plan under QOS limits starts what the Python rules start."""
+    sim, order = limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world)
+    assume(sim.limits is not None)
+    for i, job in enumerate(order):
+        job.limit = limits[i % len(limits)]
+    ends, used = [], 0
+    for seq, (dt, units) in enumerate(running):
+        if used + units > 40:
+            break
+        used += units
+        ends.append((NOW + dt, seq, units))
+    ends.sort()
+    params = MapParams(
+        now=NOW,
+        free=40 - used,
+        ends=ends,
+        horizon=NOW + 86400.0,
+        min_step=60.0,
+        per_node=sim._cpus_per_node,
+        total=40,
+        window=30.0,
+        linear=0.0,
+        epoch=0.0,
+        resolution=60.0,
+    )
+    want = plan_limited_model(sim, order, n_test, params)
+    got = _backfill.plan_limited(order, n_test, params, sim.state.user_use, sim._limit_params())
+    assert got == want

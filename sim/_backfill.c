@@ -99,8 +99,8 @@ static inline int check_job(PyObject *job) {
     return 0;
 }
 
-/* Field reads: a float or an int (the hot loops read several per job; exact floats and
- * small ints, the usual fields, are read inline). */
+/* Field reads: a float or an int (the hot loops read several per job; exact floats, the
+ * usual case, are read inline). */
 static inline int read_double(PyObject *o, double *out) {
     if (PyFloat_CheckExact(o)) {
         *out = PyFloat_AS_DOUBLE(o);
@@ -111,16 +111,6 @@ static inline int read_double(PyObject *o, double *out) {
 }
 
 static inline int read_ll(PyObject *o, long long *out) {
-#if PY_VERSION_HEX < 0x030C0000
-    /* CPython 3.11 keeps an int of at most one digit as its sign (ob_size) and that digit */
-    if (PyLong_CheckExact(o)) {
-        Py_ssize_t size = Py_SIZE(o);
-        if (size >= -1 && size <= 1) {
-            *out = size * (long long)((PyLongObject *)o)->ob_digit[0];
-            return 0;
-        }
-    }
-#endif
     *out = PyLong_AsLongLong(o);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }

@@ -166,6 +166,12 @@ def test_a_profile_with_pools_scales_and_checks_them():
         sim = replace(prof, window_s=3600.0).simulator(trace, total_units=total)
         sim.run()
         assert sim.never_started() == {} and sim.total_units == (total or 32)
+    # outages without a window: each pool's own, from its partition's jobs alone
+    shut = replace(prof, outage_s=1800.0).availability(trace)
+    assert isinstance(shut, dict) and set(shut) == {"cpu", "gpu"}
+    sim = replace(prof, outage_s=1800.0).simulator(trace)
+    sim.run()
+    assert sim.never_started() == {}
     bad = prof.to_json().replace('"gpu": 8', '"gpu": 9')
     with pytest.raises(ValueError, match="pools sum to 33"):
         SiteProfile.from_json(bad)

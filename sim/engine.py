@@ -493,7 +493,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                         t = tm
                 # once nothing runs and no event is left, priorities can no longer change
                 # which job starts: no more ticks, so a job that can never start ends the run
-                if time_dep and (heap or st.cursor < n or st.running or st.av_at < n_av):
+                if time_dep and (
+                    heap or st.cursor < n or st.running or st.av_at < n_av or kick < math.inf
+                ):
                     tc = st.calc_next
                     if tc < t:
                         if (

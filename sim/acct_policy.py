@@ -26,11 +26,10 @@ class AcctPolicy(EngineState):
 
     def _tres(self, job: SimJob) -> tuple[int, int]:
         """The job's nodes and CPUs as QOS limits count them: on a CPU-counted cluster its
-        CPUs packed onto whole nodes; on a node-counted one its nodes times CPUs per node."""
-        if self.unit in ("cpus", "procs"):
-            per = self._cpus_per_node
-            return -(-job.units // per), job.units
-        return job.units, job.units * self._node_cpus
+        CPUs packed onto whole nodes; on a node-counted one its nodes times CPUs per node
+        (from :meth:`_limit_params`' units per node and CPUs per unit)."""
+        params = self._limit_params_made or self._limit_params()
+        return -(-job.units // params[5]), job.units * params[6]
 
     def _limit_reason(self, job: SimJob, extra: dict[int, list[int]] | None = None) -> str | None:
         """The QOS limit that keeps ``job`` from starting now (``extra``: what jobs started
@@ -90,9 +89,7 @@ class AcctPolicy(EngineState):
 
     def _count_start(self, job: SimJob, extra: dict[int, list[int]], sign: int = 1) -> None:
         """Add (sign=1) or remove (-1) a running job to per-user counts ``extra``."""
-        # _tres, inlined (hot: every start and end) from the limits' units per node and CPUs
-        # per unit: ceil(units / cpus_per_node) nodes and units CPUs on a CPU-counted
-        # cluster, units nodes and units * node_cpus CPUs on a node-counted one
+        # _tres, inlined (hot: every start and end)
         params = self._limit_params_made or self._limit_params()
         units = job.units
         nodes, cpus = -(-units // params[5]), units * params[6]

@@ -77,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         "(default: as declared for the log, else the last --test-weeks)",
     )
     p.add_argument("--test-weeks", type=int, default=4, help="default 4")
+    p.add_argument(
+        "--history-days",
+        type=float,
+        default=56.0,
+        help="days of history each origin trains and validates on (default 56, as "
+        "mirage retrain; 0: all known by then)",
+    )
     p.add_argument("--min-train-days", type=float, default=21.0, help="default 21")
     p.add_argument(
         "--chain-units",
@@ -139,7 +146,9 @@ def _fix_plan(out: Path, plan: Plan) -> None:
     path = out / "plan.json"
     now = json.loads(json.dumps(plan.to_json()))
     if path.exists():
-        if json.loads(path.read_text()) != now:
+        before = json.loads(path.read_text())
+        before.setdefault("history_days", 0.0)  # declared before the option: all history
+        if before != now:
             raise SystemExit(
                 f"mirage backtest: {path} declares another plan (other trace, weeks, agents or "
                 "options); use another --out, or delete it to start again"
@@ -187,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.chains_per_week <= 0 or args.jobs <= 0 or args.epochs <= 0:
         raise SystemExit("mirage backtest: --chains-per-week, --jobs, --epochs must be positive")
+    if not args.history_days >= 0:
+        raise SystemExit(f"mirage backtest: --history-days: must be >= 0, got {args.history_days}")
     # an array task is given OUT/shards as --out (mirage.eval.array.task_script)
     out = Path(args.out).parent if args.shard else Path(args.out)
     try:

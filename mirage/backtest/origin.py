@@ -1,8 +1,9 @@
 """One origin of the backtest: train on what is known by then, choose on held-out days
 before it, and predict the following week; the outcome saved as ``origins/WEEK.json``.
 
-Training and validation chains are every labelled chain of earlier weeks whose labels are
-all known at the origin (:mod:`mirage.backtest.labels`), validation being every fifth
+Training and validation chains are the labelled chains of the earlier weeks within the plan's
+``history_days`` (56 by default, as ``mirage retrain`` trains in production) whose labels
+are all known at the origin (:mod:`mirage.backtest.labels`), validation being every fifth
 calendar day (:data:`~mirage.envs.world.VALIDATION_EVERY`, as in ``mirage study``). Each
 agent is trained with each seed (:func:`mirage.train.train_hindsight`: its threshold and
 guard tuned on validation); with several seeds each agent also gets its seed ensemble
@@ -37,8 +38,11 @@ def model_dir(out: Path, week: Week) -> Path:
 def known_data(
     out: Path, plan: Plan, week: Week, epoch: float
 ) -> tuple[lb.ds.HindsightData, lb.ds.HindsightData] | None:
-    """Training and validation chains known at ``week``'s origin; None if either is empty."""
-    parts = [d for w in plan.weeks if w.end <= week.start if (d := lb.load_week(out, w))]
+    """Training and validation chains known at ``week``'s origin, from the weeks that end
+    within the plan's ``history_days`` before it (all earlier weeks with 0); None if either
+    is empty."""
+    since = week.start - plan.history_days * DAY if plan.history_days > 0 else -np.inf
+    parts = [d for w in plan.weeks if since < w.end <= week.start if (d := lb.load_week(out, w))]
     if not parts:
         return None
     data = lb.join(parts)

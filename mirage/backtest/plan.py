@@ -55,6 +55,9 @@ class Plan:
     epochs: int
     seed: int
     note: str
+    #: days of labelled history an origin trains and validates on (the weeks that end within
+    #: them); 0: everything known by then. ``mirage retrain`` and the backtest default to 56.
+    history_days: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,7 +79,7 @@ class Plan:
         note: str = "",
     ) -> Plan:
         """A plan from the commands' shared options (``chains_per_week``,
-        ``decision_interval``, ``epochs``, ``seed`` of ``args``)."""
+        ``decision_interval``, ``epochs``, ``seed`` and ``history_days`` of ``args``)."""
         return cls(
             trace=str(trace.source),
             digest=trace.digest,
@@ -90,6 +93,7 @@ class Plan:
             epochs=args.epochs,
             seed=args.seed,
             note=note,
+            history_days=args.history_days,
         )
 
 

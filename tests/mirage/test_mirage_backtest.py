@@ -100,6 +100,27 @@ def test_resume_reproduces_an_origin(run: tuple[Path, Path, dict]) -> None:
     assert json.loads((out / "backtest.json").read_text()) == summary
 
 
+def test_origins_train_on_the_declared_history_window(run: tuple[Path, Path, dict]) -> None:
+    """``--history-days`` (56 by default, as ``mirage retrain``) bounds what an origin trains
+    and validates on: the weeks that end within that many days before it."""
+    from mirage.backtest.origin import known_data, plan_from_json
+    from sim.traces import read_trace
+
+    log, out, _ = run
+    plan = plan_from_json(json.loads((out / "plan.json").read_text()))
+    assert plan.history_days == 56.0
+    epoch = read_trace(log).start_epoch
+    last = plan.origins[-1]
+    everything = known_data(out, replace(plan, history_days=0.0), last, epoch)
+    week = known_data(out, replace(plan, history_days=7.0), last, epoch)
+    assert everything is not None and week is not None
+    n_all = everything[0].episodes + everything[1].episodes
+    n_week = week[0].episodes + week[1].episodes
+    assert 0 < n_week < n_all
+    for part in week:  # every chain started in the week before the origin
+        assert part.ep_t0.min() >= last.start - 7 * DAY
+
+
 def test_another_plan_is_refused(run: tuple[Path, Path, dict]) -> None:
     log, out, _ = run
     with pytest.raises(SystemExit, match="declares another plan"):

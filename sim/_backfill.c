@@ -1,7 +1,8 @@
 /* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
  * backfill pass over it, the priority refresh (fair-share and sort) at each
  * PriorityCalcPeriod tick and runs of ticks at which nothing else is due, the QOS limit
- * filter of the backfill walk, and the arrays of a queue snapshot.
+ * filter of the backfill walk, the arrays of a queue snapshot, and the per-job life cycle of
+ * the common replay case (sim/_lifecycle.c, included below).
  *
  * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
@@ -741,6 +742,19 @@ static int sort_item(PyObject *job, SortItem *it) {
     return 0;
 }
 
+/* Insert `job` into `order` after any job with an equal key (insort() below). */
+static int insort_job(PyObject *order, PyObject *job) {
+    SortItem x, m;
+    if (sort_item(job, &x) < 0) return -1;
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return -1;
+        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
+    }
+    return PyList_Insert(order, lo, job);
+}
+
 /* insort(order, job) -> None
  * Insert `job` into `order`, a queue sorted by (-tier, -prio, seq), after any job with an
  * equal key: bisect.insort(order, job, key=SimJob.sort_key), with the key read from the
@@ -748,15 +762,7 @@ static int sort_item(PyObject *job, SortItem *it) {
 static PyObject *insort(PyObject *self, PyObject *args) {
     PyObject *order, *job;
     if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &order, &job)) return NULL;
-    SortItem x, m;
-    if (sort_item(job, &x) < 0) return NULL;
-    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) >> 1;
-        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return NULL;
-        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
-    }
-    if (PyList_Insert(order, lo, job) < 0) return NULL;
+    if (insort_job(order, job) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1243,6 +1249,8 @@ done:
     Py_RETURN_NONE;
 }
 
+#include "_lifecycle.c"
+
 static PyMethodDef methods[] = {
     {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
     {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
@@ -1255,6 +1263,10 @@ static PyMethodDef methods[] = {
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
     {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
     {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
+    {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},
+    {"start_jobs", start_jobs, METH_VARARGS, "Start the queue's jobs at the given indices."},
+    {"end_jobs", end_jobs, METH_VARARGS, "The job ends due now: release and log them."},
+    {"arrive_trace", arrive_trace, METH_VARARGS, "The trace jobs submitted now arrive."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},

@@ -80,6 +80,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
     #: do runs of calc ticks at which nothing else is due in one compiled call
     #: (:meth:`_quiet_ticks`); off, each is a turn of the event loop (the same schedule)
     compiled_quiet_ticks: bool = True
+    #: do the life cycle of the common case (trace arrivals, starts, ends) compiled
+    #: (sim/_lifecycle.c; :meth:`_life_ctx`); off, in Python (the same schedule)
+    compiled_life_cycle: bool = True
 
     def __init__(
         self,
@@ -459,6 +462,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             and (not bf or period % bf_int == 0)
             and not (sched_int > 0 and period % sched_int != 0)
         )
+        life = self._life_ctx()  # the compiled life cycle, where it applies
+        arrive = life if life is not None and self._life_arrivals() else None
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
@@ -514,6 +519,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             events = False
             submitted = False
             # 1. submissions: trace jobs, then injected ones
+            if arrive is not None and st.cursor < n and submit_times[st.cursor] == t:
+                _backfill.arrive_trace(arrive, st, t)
+                submitted = True
             while st.cursor < n and submit_times[st.cursor] == t:
                 self._arrive(self._trace_job(st.cursor))
                 st.cursor += 1
@@ -553,6 +561,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                     st.bf_dirty = False
                     events = False
             # 5. job ends
+            if life is not None and heap and heap[0][0] == t and heap[0][1] == _END:
+                _backfill.end_jobs(life, st, t)  # no BackfillCycle: nothing more per end
+                events = True
+                st.main_dirty = True
             while heap and heap[0][0] == t and heap[0][1] == _END:
                 _, _, _, job = heapq.heappop(heap)
                 if job.runtime >= 0 and job.id in st.running:  # not cancelled

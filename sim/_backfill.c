@@ -1250,6 +1250,7 @@ done:
 }
 
 #include "_lifecycle.c"
+#include "_evloop.c"
 
 static PyMethodDef methods[] = {
     {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
@@ -1266,7 +1267,7 @@ static PyMethodDef methods[] = {
     {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},
     {"start_jobs", start_jobs, METH_VARARGS, "Start the queue's jobs at the given indices."},
     {"end_jobs", end_jobs, METH_VARARGS, "The job ends due now: release and log them."},
-    {"arrive_trace", arrive_trace, METH_VARARGS, "The trace jobs submitted now arrive."},
+    {"run_loop", run_loop, METH_VARARGS, "The event loop of the common replay case."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},

@@ -29,16 +29,21 @@ static const char *RSLOT_NAMES[N_RSLOTS] = {
 static Py_ssize_t roff[N_RSLOTS];
 static PyTypeObject *record_type = NULL;
 
-/* SimState's attributes these read and write (interned at import). */
+/* The attributes of SimState (and its parts) and the simulator these use (interned once). */
 enum { A_ORDER, A_PENDING, A_RUNNING, A_HEAP, A_ENDS, A_FREE, A_MINU, A_SEQ, A_NBF, A_USER_USE,
        A_NOW, A_MIN_UNITS, A_CURSOR, A_PRIO_TICK, A_FAIRSHARE, A_DEPS, A_WAITERS, A_ACCRUED,
-       A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE, A_RELEASE, A_ARRIVE, A_TRACE_JOB,
-       A_TRIM, A_CHANGE, N_ATTRS };
+       A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE, A_AV_AT, A_KICK_AT, A_BF_DIRTY,
+       A_BF_RAN_AT, A_FULL_MAIN_DUE, A_MAIN_DIRTY, A_CALC_NEXT, A_CAP, A_CG_UNTIL, A_MAIN_RAN_AT,
+       /* the simulator's */
+       A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID,
+       A_PRIO_REFRESH, A_START_INDICES, A_ON_START, N_ATTRS };
 static const char *ATTR_NAMES[N_ATTRS] = {
     "order", "pending", "running", "heap", "ends", "free", "minu", "seq", "n_backfilled",
     "user_use", "now", "min_units", "cursor", "prio_tick", "fairshare", "deps", "waiters",
-    "accrued", "run_units", "stamp", "usage", "total", "scale", "_release", "_arrive",
-    "_trace_job", "_trim_min_units", "change",
+    "accrued", "run_units", "stamp", "usage", "total", "scale", "av_at", "kick_at", "bf_dirty",
+    "bf_ran_at", "full_main_due", "main_dirty", "calc_next", "cap", "cg_until", "main_ran_at",
+    "_release", "_arrive", "_trace_job", "_trim_min_units", "_check_eligible",
+    "id", "_refresh_priorities", "_start_indices", "on_start",
 };
 static PyObject *attr_keys[N_ATTRS];
 static PyObject *heappush_fn = NULL, *heappop_fn = NULL, *end_kind = NULL;
@@ -365,26 +370,21 @@ static int start_one(const Life *L, PyObject *job, int backfill, PyObject *now_o
     return 0;
 }
 
-/* start_jobs(ctx, state, idx, backfill) -> None
- * _start_indices(idx, backfill): take the jobs at `idx` (ascending) out of state.order,
- * then start each in that order. The caller checks that no job waits on a start (no
- * dependency waiters) and that there is no on_start hook. */
-static PyObject *start_jobs(PyObject *self, PyObject *args) {
-    PyObject *ctx, *st, *idx;
-    int backfill;
-    Life L;
-    if (!PyArg_ParseTuple(args, "OOO!p", &ctx, &st, &PyList_Type, &idx, &backfill) ||
-        life_parse(ctx, st, &L) < 0)
-        return NULL;
-    PyObject *order = st_container(&L, A_ORDER, &PyList_Type);
-    PyObject *c[4] = {st_container(&L, A_PENDING, &PyDict_Type),
-                      st_container(&L, A_RUNNING, &PyDict_Type),
-                      st_container(&L, A_HEAP, &PyList_Type), st_container(&L, A_ENDS, &PyList_Type)};
-    if (order == NULL || !c[0] || !c[1] || !c[2] || !c[3]) return NULL;
+/* Take the jobs at `idx` (ascending) out of state.order, then start each in that order. */
+static int start_core(const Life *L, PyObject *idx, int backfill) {
+    PyObject *order = st_container(L, A_ORDER, &PyList_Type);
+    PyObject *c[4] = {st_container(L, A_PENDING, &PyDict_Type),
+                      st_container(L, A_RUNNING, &PyDict_Type),
+                      st_container(L, A_HEAP, &PyList_Type), st_container(L, A_ENDS, &PyList_Type)};
+    if (order == NULL || !c[0] || !c[1] || !c[2] || !c[3]) return -1;
     Py_ssize_t n = PyList_GET_SIZE(idx), n_order = PyList_GET_SIZE(order);
     PyObject **jobs = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    if (jobs == NULL) return PyErr_NoMemory();
-    PyObject *now_o = NULL, *ret = NULL;
+    if (jobs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *now_o = NULL;
+    int ret = -1;
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
         if (i == -1 && PyErr_Occurred()) goto done;
@@ -401,24 +401,37 @@ static PyObject *start_jobs(PyObject *self, PyObject *args) {
     }
     long long free_units, seq, nbf;
     double now;
-    if (st_ll(&L, A_FREE, &free_units) < 0 || st_ll(&L, A_SEQ, &seq) < 0 ||
-        st_ll(&L, A_NBF, &nbf) < 0 || (now_o = st_get(&L, A_NOW)) == NULL ||
+    if (st_ll(L, A_FREE, &free_units) < 0 || st_ll(L, A_SEQ, &seq) < 0 ||
+        st_ll(L, A_NBF, &nbf) < 0 || (now_o = st_get(L, A_NOW)) == NULL ||
         read_double(now_o, &now) < 0)
         goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
-        if (start_one(&L, jobs[k], backfill, now_o, now, c, &free_units, &seq) < 0) goto done;
+        if (start_one(L, jobs[k], backfill, now_o, now, c, &free_units, &seq) < 0) goto done;
         nbf += backfill;
     }
-    if (st_set_ll(&L, A_FREE, free_units) < 0 || st_set_ll(&L, A_SEQ, seq) < 0 ||
-        st_set_ll(&L, A_NBF, nbf) < 0 || (n && st_set_ll(&L, A_MINU, -1) < 0))
+    if (st_set_ll(L, A_FREE, free_units) < 0 || st_set_ll(L, A_SEQ, seq) < 0 ||
+        st_set_ll(L, A_NBF, nbf) < 0 || (n && st_set_ll(L, A_MINU, -1) < 0))
         goto done;
-    ret = Py_None;
-    Py_INCREF(ret);
+    ret = 0;
 done:
     for (Py_ssize_t k = 0; k < n; k++) Py_XDECREF(jobs[k]);
     PyMem_Free(jobs);
     Py_XDECREF(now_o);
     return ret;
+}
+
+/* start_jobs(ctx, state, idx, backfill) -> None
+ * _start_indices(idx, backfill): take the jobs at `idx` (ascending) out of state.order,
+ * then start each in that order. The caller checks that no job waits on a start (no
+ * dependency waiters) and that there is no on_start hook. */
+static PyObject *start_jobs(PyObject *self, PyObject *args) {
+    PyObject *ctx, *st, *idx;
+    int backfill;
+    Life L;
+    if (!PyArg_ParseTuple(args, "OOO!p", &ctx, &st, &PyList_Type, &idx, &backfill) ||
+        life_parse(ctx, st, &L) < 0 || start_core(&L, idx, backfill) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ ends */
@@ -510,21 +523,14 @@ static int end_one(const Life *L, PyObject *job, PyObject *running, PyObject *no
     return r == NULL ? -1 : 0;
 }
 
-/* end_jobs(ctx, state, t) -> int
- * The job-end events due at `t` (= state.now) at the top of state.heap: each popped, and
- * its job, unless cancelled, taken out of state.running and released (_release) as
- * TIMEOUT, FAILED or COMPLETED, as the event loop does. Returns how many were popped. */
-static PyObject *end_jobs(PyObject *self, PyObject *args) {
-    PyObject *ctx, *st;
-    double t;
-    Life L;
-    if (!PyArg_ParseTuple(args, "OOd", &ctx, &st, &t) || life_parse(ctx, st, &L) < 0) return NULL;
-    PyObject *heap = st_container(&L, A_HEAP, &PyList_Type);
-    PyObject *running = st_container(&L, A_RUNNING, &PyDict_Type);
-    PyObject *now_o = st_get(&L, A_NOW);
+/* end_jobs' work: how many end events were popped, -1 with an exception. */
+static long long ends_due(const Life *L, double t) {
+    PyObject *heap = st_container(L, A_HEAP, &PyList_Type);
+    PyObject *running = st_container(L, A_RUNNING, &PyDict_Type);
+    PyObject *now_o = st_get(L, A_NOW);
     if (heap == NULL || running == NULL || now_o == NULL) {
         Py_XDECREF(now_o);
-        return NULL;
+        return -1;
     }
     long long popped = 0, end = PyLong_AsLongLong(end_kind);
     int ok = 1;
@@ -546,11 +552,24 @@ static PyObject *end_jobs(PyObject *self, PyObject *args) {
             break;
         }
         popped++;
-        ok = end_one(&L, PyTuple_GET_ITEM(item, 3), running, now_o, t) == 0;
+        ok = end_one(L, PyTuple_GET_ITEM(item, 3), running, now_o, t) == 0;
         Py_DECREF(item);
     }
     Py_DECREF(now_o);
-    return ok ? PyLong_FromLongLong(popped) : NULL;
+    return ok ? popped : -1;
+}
+
+/* end_jobs(ctx, state, t) -> int
+ * The job-end events due at `t` (= state.now) at the top of state.heap: each popped, and
+ * its job, unless cancelled, taken out of state.running and released (_release) as
+ * TIMEOUT, FAILED or COMPLETED, as the event loop does. Returns how many were popped. */
+static PyObject *end_jobs(PyObject *self, PyObject *args) {
+    PyObject *ctx, *st;
+    double t;
+    Life L;
+    if (!PyArg_ParseTuple(args, "OOd", &ctx, &st, &t) || life_parse(ctx, st, &L) < 0) return NULL;
+    long long popped = ends_due(&L, t);
+    return popped < 0 ? NULL : PyLong_FromLongLong(popped);
 }
 
 /* ------------------------------------------------------------------ arrivals */
@@ -703,23 +722,19 @@ static int arrive_one(const Life *L, PyObject *cols, Py_ssize_t i, PyObject *now
     return r == NULL ? -1 : 0;
 }
 
-/* arrive_trace(ctx, state, t) -> None
- * The trace jobs submitted at `t` (= state.now) from state.cursor on arrive, in trace
- * order, as the event loop's first step does; state.cursor moves past them. */
-static PyObject *arrive_trace(PyObject *self, PyObject *args) {
-    PyObject *ctx, *st;
-    double t;
-    Life L;
-    if (!PyArg_ParseTuple(args, "OOd", &ctx, &st, &t) || life_parse(ctx, st, &L) < 0) return NULL;
-    PyObject *cols = lc(&L, LC_ARRAYS);
+/* The trace jobs submitted at `t` (= state.now) from state.cursor on arrive, in trace
+ * order; state.cursor moves past them. How many arrived, -1 with an exception. */
+static long long arrivals_due(const Life *L, double t) {
+    PyObject *cols = lc(L, LC_ARRAYS);
+    if (cols == Py_None) return 0;  /* no trace */
     if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != N_TCOLS) {
         PyErr_SetString(PyExc_TypeError, "life cycle: bad trace columns");
-        return NULL;
+        return -1;
     }
     for (int k = 0; k < N_TCOLS; k++) {
         if (!PyList_Check(PyTuple_GET_ITEM(cols, k))) {
             PyErr_SetString(PyExc_TypeError, "life cycle: trace columns must be lists");
-            return NULL;
+            return -1;
         }
     }
     PyObject *submit = PyTuple_GET_ITEM(cols, T_SUBMIT);
@@ -727,20 +742,21 @@ static PyObject *arrive_trace(PyObject *self, PyObject *args) {
     for (int k = 1; k < T_NAMES; k++) {
         if (PyList_GET_SIZE(PyTuple_GET_ITEM(cols, k)) != n) {
             PyErr_SetString(PyExc_ValueError, "life cycle: trace columns of unequal length");
-            return NULL;
+            return -1;
         }
     }
     PyObject *names = PyTuple_GET_ITEM(cols, T_NAMES);
     if (PyList_GET_SIZE(names) != 0 && PyList_GET_SIZE(names) != n) {
         PyErr_SetString(PyExc_ValueError, "life cycle: trace names of another length");
-        return NULL;
+        return -1;
     }
-    long long cursor;
-    PyObject *now_o = st_get(&L, A_NOW);
-    if (now_o == NULL || st_ll(&L, A_CURSOR, &cursor) < 0) {
+    long long cursor, first;
+    PyObject *now_o = st_get(L, A_NOW);
+    if (now_o == NULL || st_ll(L, A_CURSOR, &cursor) < 0) {
         Py_XDECREF(now_o);
-        return NULL;
+        return -1;
     }
+    first = cursor;
     int ok = 1;
     while (ok && cursor >= 0 && cursor < n) {
         double ts;
@@ -749,10 +765,10 @@ static PyObject *arrive_trace(PyObject *self, PyObject *args) {
             break;
         }
         if (ts != t) break;
-        ok = arrive_one(&L, cols, (Py_ssize_t)cursor, now_o, t) == 0;
+        ok = arrive_one(L, cols, (Py_ssize_t)cursor, now_o, t) == 0;
         cursor += ok;
     }
     Py_DECREF(now_o);
-    if (!ok || st_set_ll(&L, A_CURSOR, cursor) < 0) return NULL;
-    Py_RETURN_NONE;
+    if (!ok || st_set_ll(L, A_CURSOR, cursor) < 0) return -1;
+    return cursor - first;
 }

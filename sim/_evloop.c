@@ -68,14 +68,6 @@ static int st_flag(const Life *L, int k) {
     return r;
 }
 
-/* Set a SimState attribute to `value` (stolen; NULL: an exception is set). */
-static int st_put(const Life *L, int k, PyObject *value) {
-    if (value == NULL) return -1;
-    int r = PyObject_SetAttr(L->st, attr_keys[k], value);
-    Py_DECREF(value);
-    return r;
-}
-
 static inline int st_set_flag(const Life *L, int k, int v) {
     return st_put(L, k, PyBool_FromLong(v));
 }
@@ -439,7 +431,7 @@ static long long av_steps(const Life *L, const Ev *E, double t) {
         if (seg < 0) {
             if (st_ll(L, A_FREE, &free_units) < 0 || st_ll(L, A_CAP, &cap) < 0 ||
                 st_set_ll(L, A_FREE, free_units + units - cap) < 0 ||
-                PyObject_SetAttr(L->st, attr_keys[A_CAP], u) < 0)
+                put_b(L->st, soff[A_CAP], u) < 0)
                 return -1;
         } else {
             PyObject *r = PyObject_CallMethod(L->sim, "_pool_step", "LO", seg, u);

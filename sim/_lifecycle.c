@@ -29,31 +29,35 @@ static const char *RSLOT_NAMES[N_RSLOTS] = {
 static Py_ssize_t roff[N_RSLOTS];
 static PyTypeObject *record_type = NULL;
 
-/* The attributes of SimState (and its parts) and the simulator these use (interned once). */
+/* SimState's attributes these use (read and written by slot offset), then those of its
+ * parts and of the simulator (by name; interned once). */
 enum { A_ORDER, A_PENDING, A_RUNNING, A_HEAP, A_ENDS, A_FREE, A_MINU, A_SEQ, A_NBF, A_USER_USE,
-       A_NOW, A_MIN_UNITS, A_CURSOR, A_PRIO_TICK, A_FAIRSHARE, A_DEPS, A_WAITERS, A_ACCRUED,
-       A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE, A_AV_AT, A_KICK_AT, A_BF_DIRTY,
-       A_BF_RAN_AT, A_FULL_MAIN_DUE, A_MAIN_DIRTY, A_CALC_NEXT, A_CAP, A_CG_UNTIL, A_MAIN_RAN_AT,
-       /* the simulator's */
-       A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID,
-       A_PRIO_REFRESH, A_START_INDICES, A_ON_START, N_ATTRS };
+       A_NOW, A_MIN_UNITS, A_CURSOR, A_PRIO_TICK, A_FAIRSHARE, A_DEPS, A_AV_AT, A_KICK_AT,
+       A_BF_DIRTY, A_BF_RAN_AT, A_FULL_MAIN_DUE, A_MAIN_DIRTY, A_CALC_NEXT, A_CAP, A_CG_UNTIL,
+       A_MAIN_RAN_AT, N_STATE,
+       A_WAITERS = N_STATE, A_ACCRUED, A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE,
+       A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID, A_PRIO_REFRESH,
+       A_START_INDICES, A_ON_START, N_ATTRS };
 static const char *ATTR_NAMES[N_ATTRS] = {
     "order", "pending", "running", "heap", "ends", "free", "minu", "seq", "n_backfilled",
-    "user_use", "now", "min_units", "cursor", "prio_tick", "fairshare", "deps", "waiters",
-    "accrued", "run_units", "stamp", "usage", "total", "scale", "av_at", "kick_at", "bf_dirty",
-    "bf_ran_at", "full_main_due", "main_dirty", "calc_next", "cap", "cg_until", "main_ran_at",
-    "_release", "_arrive", "_trace_job", "_trim_min_units", "_check_eligible",
-    "id", "_refresh_priorities", "_start_indices", "on_start",
+    "user_use", "now", "min_units", "cursor", "prio_tick", "fairshare", "deps", "av_at",
+    "kick_at", "bf_dirty", "bf_ran_at", "full_main_due", "main_dirty", "calc_next", "cap",
+    "cg_until", "main_ran_at",
+    "waiters", "accrued", "run_units", "stamp", "usage", "total", "scale", "_release",
+    "_arrive", "_trace_job", "_trim_min_units", "_check_eligible", "id", "_refresh_priorities",
+    "_start_indices", "on_start",
 };
+static Py_ssize_t soff[N_STATE];
+static PyTypeObject *state_type = NULL;
 static PyObject *attr_keys[N_ATTRS];
 static PyObject *heappush_fn = NULL, *heappop_fn = NULL, *end_kind = NULL;
 
-/* register_life(job_cls, record_cls, end_kind): the slot offsets the life cycle reads, and
- * the job-end event kind (sim/engine_state.py, _END). */
+/* register_life(job_cls, record_cls, state_cls, end_kind): the slot offsets the life cycle
+ * reads, and the job-end event kind (sim/engine_state.py, _END). */
 static PyObject *register_life(PyObject *self, PyObject *args) {
-    PyObject *jcls, *rcls, *kind;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &jcls, &PyType_Type, &rcls, &PyLong_Type,
-                          &kind))
+    PyObject *jcls, *rcls, *scls, *kind;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyType_Type, &jcls, &PyType_Type, &rcls,
+                          &PyType_Type, &scls, &PyLong_Type, &kind))
         return NULL;
     if (heappush_fn == NULL) {
         PyObject *heapq = PyImport_ImportModule("_heapq");
@@ -71,6 +75,9 @@ static PyObject *register_life(PyObject *self, PyObject *args) {
         if (slot_offset(jcls, JSLOT_NAMES[f], &joff[f]) < 0) return NULL;
     for (int f = 0; f < N_RSLOTS; f++)
         if (slot_offset(rcls, RSLOT_NAMES[f], &roff[f]) < 0) return NULL;
+    for (int k = 0; k < N_STATE; k++)
+        if (slot_offset(scls, ATTR_NAMES[k], &soff[k]) < 0) return NULL;
+    Py_XSETREF(state_type, (PyTypeObject *)Py_NewRef(scls));
     Py_XDECREF(record_type);
     Py_INCREF(rcls);
     record_type = (PyTypeObject *)rcls;
@@ -139,6 +146,10 @@ static int life_parse(PyObject *ctx, PyObject *st, Life *L) {
         PyErr_SetString(PyExc_RuntimeError, "life cycle: register_life() first");
         return -1;
     }
+    if (Py_TYPE(st) != state_type) {
+        PyErr_SetString(PyExc_TypeError, "life cycle: not a state of the registered class");
+        return -1;
+    }
     L->t = ctx;
     L->sim = PyTuple_GET_ITEM(ctx, LC_SIM);
     L->st = st;
@@ -163,7 +174,20 @@ static int life_parse(PyObject *ctx, PyObject *st, Life *L) {
 static inline PyObject *lc(const Life *L, int k) { return PyTuple_GET_ITEM(L->t, k); }
 
 /* A SimState attribute (a new reference) and its integer/float forms. */
-static inline PyObject *st_get(const Life *L, int k) { return PyObject_GetAttr(L->st, attr_keys[k]); }
+static inline PyObject *st_get(const Life *L, int k) {
+    PyObject *o = *(PyObject **)((char *)L->st + soff[k]);
+    if (o == NULL) {
+        PyErr_Format(PyExc_AttributeError, "state.%s is unset", ATTR_NAMES[k]);
+        return NULL;
+    }
+    Py_INCREF(o);
+    return o;
+}
+
+/* Set a SimState attribute to `value` (stolen; NULL: an exception is set). */
+static inline int st_put(const Life *L, int k, PyObject *value) {
+    return put(L->st, soff[k], value);
+}
 
 static int st_ll(const Life *L, int k, long long *out) {
     PyObject *o = st_get(L, k);
@@ -174,11 +198,7 @@ static int st_ll(const Life *L, int k, long long *out) {
 }
 
 static int st_set_ll(const Life *L, int k, long long v) {
-    PyObject *o = PyLong_FromLongLong(v);
-    if (o == NULL) return -1;
-    int r = PyObject_SetAttr(L->st, attr_keys[k], o);
-    Py_DECREF(o);
-    return r;
+    return st_put(L, k, PyLong_FromLongLong(v));
 }
 
 /* The list or dict a SimState attribute holds (borrowed from `st`, which keeps it). */

@@ -21,7 +21,7 @@ from sim.dependency import Dependency
 from sim.engine_state import _END, _NAN, _TIMER, EngineState
 from sim.limits import REASON_SUBMIT
 from sim.pools import Alloc, take
-from sim.state import SimJob
+from sim.state import SimJob, SimState
 from sim.traces.model import Trace
 
 # the states a job takes here, looked up once (an Enum member lookup is slow)
@@ -476,7 +476,7 @@ class JobManager(EngineState):
         )
 
 
-_backfill.register_life(SimJob, Record, _END)  # the compiled life cycle reads their slots
+_backfill.register_life(SimJob, Record, SimState, _END)  # the compiled life cycle's slots
 
 
 class _TraceArrays:

@@ -475,6 +475,9 @@ static int log_job(const Life *L, PyObject *job, PyObject *state, PyObject *end_
         }
         put_b(rec, roff[f], vals[f]);
     }
+    /* frozen, of numbers and an enum member: no cycle can pass through it, so the cyclic
+     * collector need not visit the log's records again and again */
+    if (PyObject_IS_GC(rec)) PyObject_GC_UnTrack(rec);
     PyObject *pos = PyLong_FromSsize_t(PyList_GET_SIZE(log));
     int r = (pos == NULL || PyDict_SetItem(fin_pos, vals[R_JOB_ID], pos) < 0 ||
              PyList_Append(log, rec) < 0) ? -1 : 0;

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hpcbase.jobs import JobSpec
 from sim.availability import Availability
+from sim.config import Partition
 from sim.engine import Simulator
 from sim.generate import generate
 from sim.limits import QosLimits
@@ -55,14 +56,18 @@ def pair(make) -> tuple[Simulator, Simulator]:  # type: ignore[no-untyped-def]
     st.booleans(),  # age and fair-share weights, or basic priority
     limits,
     st.lists(st.tuples(st.integers(1, 20000), st.integers(0, 16)), max_size=4),  # availability
+    st.booleans(),  # two partitions (the trace names none: all go to the default one)
 )
 def test_compiled_life_cycle_gives_the_same_records(
-    rows, delay, sched, res, multifactor, lim, steps
+    rows, delay, sched, res, multifactor, lim, steps, two_parts
 ):
     rows.sort(key=lambda r: r[0])
     cfg = replace(FAIRSHARE, batch_sched_delay=delay, sched_interval=sched, bf_resolution=res)
     if not multifactor:
         cfg = replace(cfg, priority_type="priority/basic")
+    if two_parts:
+        parts = {"a": Partition("a", default=True), "b": Partition("b", priority_tier=2)}
+        cfg = replace(cfg, partitions=parts)
     times = sorted({float(t) for t, _ in steps})
     av = Availability(tuple(times), tuple(u for _, u in steps[: len(times)])) if times else None
     fast, slow = pair(

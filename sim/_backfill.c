@@ -116,6 +116,14 @@ static inline int read_ll(PyObject *o, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* Append index i to the list out (the passes' picks). */
+static int append_index(PyObject *out, Py_ssize_t i) {
+    PyObject *idx = PyLong_FromSsize_t(i);
+    int r = idx == NULL ? -1 : PyList_Append(out, idx);
+    Py_XDECREF(idx);
+    return r;
+}
+
 /* ------------------------------------------------------------------ the backfill map */
 
 typedef struct {
@@ -885,22 +893,11 @@ static PyObject *limit_filter(PyObject *self, PyObject *args) {
             out = PyList_New(0);
             kept = PyList_GetSlice(order, 0, i);
             if (out == NULL || kept == NULL) goto fail;
-            for (Py_ssize_t k = 0; k < i; k++) {
-                PyObject *idx = PyLong_FromSsize_t(k);
-                if (idx == NULL || PyList_Append(out, idx) < 0) {
-                    Py_XDECREF(idx);
-                    goto fail;
-                }
-                Py_DECREF(idx);
-            }
+            for (Py_ssize_t k = 0; k < i; k++)
+                if (append_index(out, k) < 0) goto fail;
         }
         if (held || out == NULL) continue;
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL || PyList_Append(out, idx) < 0 || PyList_Append(kept, job) < 0) {
-            Py_XDECREF(idx);
-            goto fail;
-        }
-        Py_DECREF(idx);
+        if (append_index(out, i) < 0 || PyList_Append(kept, job) < 0) goto fail;
     }
     if (out == NULL) Py_RETURN_NONE;
     return Py_BuildValue("(NN)", out, kept);
@@ -937,13 +934,7 @@ static PyObject *limited_picks(PyObject *self, PyObject *args) {
         if (read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
         if (units > free_units) break;
         free_units -= units;
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL || PyList_Append(out, idx) < 0) {
-            Py_XDECREF(idx);
-            goto fail;
-        }
-        Py_DECREF(idx);
-        if (count_start(extra, job, nodes, cpus) < 0) goto fail;
+        if (append_index(out, i) < 0 || count_start(extra, job, nodes, cpus) < 0) goto fail;
     }
     return out;
 fail:

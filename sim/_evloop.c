@@ -269,12 +269,7 @@ static PyObject *strict_single(PyObject *order, long long depth, long long free_
         if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
         if (units > free_units) break;
         free_units -= units;
-        PyObject *io = PyLong_FromSsize_t(i);
-        if (io == NULL || PyList_Append(out, io) < 0) {
-            Py_XDECREF(io);
-            goto fail;
-        }
-        Py_DECREF(io);
+        if (append_index(out, i) < 0) goto fail;
     }
     return out;
 fail:

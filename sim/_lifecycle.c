@@ -78,9 +78,7 @@ static PyObject *register_life(PyObject *self, PyObject *args) {
     for (int k = 0; k < N_STATE; k++)
         if (slot_offset(scls, ATTR_NAMES[k], &soff[k]) < 0) return NULL;
     Py_XSETREF(state_type, (PyTypeObject *)Py_NewRef(scls));
-    Py_XDECREF(record_type);
-    Py_INCREF(rcls);
-    record_type = (PyTypeObject *)rcls;
+    Py_XSETREF(record_type, (PyTypeObject *)Py_NewRef(rcls));
     Py_RETURN_NONE;
 }
 

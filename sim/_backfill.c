@@ -629,12 +629,46 @@ typedef struct {
     double total, scale;
 } FsView;
 
+/* The lazy fair-share factors of one refresh, per user: each computed once per refresh (a
+ * user's stamp equal to the refresh's generation marks its factor as computed). */
+static struct { double *f; unsigned *gen; Py_ssize_t cap; unsigned cur; } fs_memo = {0};
+
+static int fs_memo_start(Py_ssize_t n) {
+    if (n > fs_memo.cap) {
+        double *f = PyMem_Realloc(fs_memo.f, (size_t)n * sizeof(double));
+        if (f == NULL) { PyErr_NoMemory(); return -1; }
+        fs_memo.f = f;
+        unsigned *g = PyMem_Realloc(fs_memo.gen, (size_t)n * sizeof(unsigned));
+        if (g == NULL) { PyErr_NoMemory(); return -1; }
+        memset(g + fs_memo.cap, 0, (size_t)(n - fs_memo.cap) * sizeof(unsigned));
+        fs_memo.gen = g;
+        fs_memo.cap = n;
+    }
+    if (++fs_memo.cur == 0) {  /* wrapped: forget every stamp */
+        memset(fs_memo.gen, 0, (size_t)fs_memo.cap * sizeof(unsigned));
+        fs_memo.cur = 1;
+    }
+    return 0;
+}
+
+/* A user's fair-share factor (in range of the view; FsView below). */
+static inline double fs_factor(const FsView *fs, long long user) {
+    if (!fs->lazy) return fs->v[user];
+    if (!(fs->total > 0)) return 1.0;
+    if (fs_memo.gen[user] != fs_memo.cur) {
+        fs_memo.f[user] = exp2(-(fs->v[user] / fs->total) * fs->scale);
+        fs_memo.gen[user] = fs_memo.cur;
+    }
+    return fs_memo.f[user];
+}
+
 /* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
  * below); 1 if the order changed, 0 if not, -1 with an exception set. */
 static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
                          const FsView *fs) {
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (n == 0) return 0;
+    if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
     SortItem *items = PyMem_Malloc((size_t)n * sizeof(SortItem));
     if (items == NULL) {
         PyErr_NoMemory();
@@ -653,14 +687,7 @@ static int refresh_order(PyObject *order, double tick, double w_age, double max_
             double age = tick - accrue;
             if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
         }
-        if (w_fs != 0.0) {
-            double f = 1.0;
-            if (user >= 0 && user < fs->n)
-                f = !fs->lazy       ? fs->v[user]
-                    : fs->total > 0 ? exp2(-(fs->v[user] / fs->total) * fs->scale)
-                                    : 1.0;
-            p += w_fs * f;
-        }
+        if (w_fs != 0.0) p += w_fs * (user >= 0 && user < fs->n ? fs_factor(fs, user) : 1.0);
         long long prio = (long long)p;
         if (prio < 1) prio = 1;
         if (prio != old_prio) {

@@ -8,7 +8,7 @@
 
 enum { EV_BF, EV_BF_INT, EV_SCHED_INT, EV_TIME_DEP, EV_QUIET, EV_PERIOD, EV_DELAY, EV_AV_T,
        EV_AV_U, EV_AV_SEG, EV_SUBMIT, EV_TIMER, EV_KICK, EV_LIMITS, EV_SINGLE, EV_DEPTH,
-       EV_N_TEST, EV_PARAMS, EV_BF_WINDOW, N_EV };
+       EV_N_TEST, EV_PARAMS, EV_BF_WINDOW, EV_N_USERS, N_EV };
 
 typedef struct {
     double bf_int, sched_int, period, delay, bf_window;
@@ -17,6 +17,7 @@ typedef struct {
     /* borrowed from the tuple: the availability steps, the QOS limits as limited_picks
      * takes them (None without limits on running jobs), bf_max_job_test, the MapParams */
     PyObject *av_t, *av_u, *av_seg, *limits, *n_test, *params;
+    Py_ssize_t n_users;  /* PriorityModel.n_users */
 } Ev;
 
 static int ev_parse(PyObject *ev, Ev *E) {
@@ -40,7 +41,8 @@ static int ev_parse(PyObject *ev, Ev *E) {
         read_double(ITEM(EV_PERIOD), &E->period) < 0 || read_double(ITEM(EV_DELAY), &E->delay) < 0 ||
         read_ll(ITEM(EV_SUBMIT), &E->k_submit) < 0 || read_ll(ITEM(EV_TIMER), &E->k_timer) < 0 ||
         read_ll(ITEM(EV_KICK), &E->k_kick) < 0 || read_ll(ITEM(EV_DEPTH), &E->depth) < 0 ||
-        read_double(ITEM(EV_BF_WINDOW), &E->bf_window) < 0)
+        read_double(ITEM(EV_BF_WINDOW), &E->bf_window) < 0 ||
+        (E->n_users = PyLong_AsSsize_t(ITEM(EV_N_USERS))) == -1)
         return -1;
 #undef ITEM
     if (!PyList_Check(E->av_t) || !PyList_Check(E->av_u) || !PyList_Check(E->av_seg) ||
@@ -60,6 +62,13 @@ static int st_d(const Life *L, int k, double *out) {
     return r;
 }
 
+static int set_float_attr(PyObject *obj, int k, double v) {
+    PyObject *o = PyFloat_FromDouble(v);
+    int r = o == NULL ? -1 : PyObject_SetAttr(obj, attr_keys[k], o);
+    Py_XDECREF(o);
+    return r;
+}
+
 static int st_flag(const Life *L, int k) {
     PyObject *o = st_get(L, k);
     if (o == NULL) return -1;
@@ -70,13 +79,6 @@ static int st_flag(const Life *L, int k) {
 
 static inline int st_set_flag(const Life *L, int k, int v) {
     return st_put(L, k, PyBool_FromLong(v));
-}
-
-/* Simulator._quiet_ticks(first, before, until). */
-static int quiet_ticks(const Life *L, double first, double before, double until) {
-    PyObject *r = PyObject_CallMethod(L->sim, "_quiet_ticks", "ddd", first, before, until);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
 }
 
 /* The heap's first event: 1 with its time, kind and time object (borrowed), 0 if empty. */
@@ -150,92 +152,67 @@ static int can_any_start(const Life *L, double now) {
     return free_units >= minu;
 }
 
-/* The next multiple of `step` at or after now; past now if the pass ran at now. */
-static double next_pass(double now, double step, double ran_at) {
-    double t = ceil(now / step) * step;
-    return t <= now && ran_at == now ? t + step : t;
-}
-
-/* One turn's wake-up time (the top of _loop): 1 with *t (and *t_obj, the object Python
- * would take as the time, or NULL for a new float) and *kick, 2 when quiet ticks were done
- * (turn again), 0 when nothing is due up to `until`, -1 on error. */
-static int next_time(const Life *L, const Ev *E, PyObject *heap, Py_ssize_t n, double until,
-                     double *t, PyObject **t_obj, double *kick) {
-    long long kind, cursor, av_at, free_units, minu;
-    double now, kick_at;
-    PyObject *cols = lc(L, LC_ARRAYS);
-    PyObject *submit = n ? PyTuple_GET_ITEM(cols, T_SUBMIT) : NULL;
-    Py_ssize_t n_av = PyList_GET_SIZE(E->av_t);
-    *t = INFINITY;
-    *t_obj = NULL;
-    int any_heap = heap_top(heap, t, &kind, t_obj);
-    if (any_heap < 0 || st_ll(L, A_CURSOR, &cursor) < 0 || st_ll(L, A_AV_AT, &av_at) < 0 ||
-        st_d(L, A_NOW, &now) < 0 || st_d(L, A_KICK_AT, &kick_at) < 0 ||
-        st_ll(L, A_FREE, &free_units) < 0)
-        return -1;
-    if (cursor < n) {
-        double ts;
-        if (read_double(PyList_GET_ITEM(submit, cursor), &ts) < 0) return -1;
-        if (ts < *t) *t = ts, *t_obj = NULL;
-    }
-    if (av_at < n_av) {
-        double ta;
-        PyObject *o = PyList_GET_ITEM(E->av_t, av_at);
-        if (read_double(o, &ta) < 0) return -1;
-        if (ta < *t) *t = ta, *t_obj = o;
-    }
-    *kick = kick_at > now ? kick_at : INFINITY;
-    if (*kick < *t) *t = *kick, *t_obj = NULL;
-    if (free_units > 0 && min_pending_units(L, &minu) < 0) return -1;
-    if (free_units > 0 && free_units >= minu) {
-        int bf_dirty = E->bf ? st_flag(L, A_BF_DIRTY) : 0;
-        int full = E->sched_int > 0 ? st_flag(L, A_FULL_MAIN_DUE) : 0;
-        double ran;
-        if (bf_dirty < 0 || full < 0) return -1;
-        if (bf_dirty) {
-            if (st_d(L, A_BF_RAN_AT, &ran) < 0) return -1;
-            double tb = next_pass(now, E->bf_int, ran);
-            if (tb < *t) *t = tb, *t_obj = NULL;
-        }
-        if (full) {
-            if (st_d(L, A_MAIN_RAN_AT, &ran) < 0) return -1;
-            double tm = next_pass(now, E->sched_int, ran);
-            if (tm < *t) *t = tm, *t_obj = NULL;
-        }
-        PyObject *running = st_container(L, A_RUNNING, &PyDict_Type);
-        if (running == NULL) return -1;
-        if (E->time_dep && (any_heap || cursor < n || PyDict_GET_SIZE(running) || av_at < n_av ||
-                            *kick < INFINITY)) {
-            double tc;
-            if (st_d(L, A_CALC_NEXT, &tc) < 0) return -1;
-            if (tc < *t) {
-                int main_dirty = st_flag(L, A_MAIN_DIRTY);
-                if (main_dirty < 0) return -1;
-                if (E->quiet && now < tc && tc <= until && fmod(tc, E->period) == 0 &&
-                    !main_dirty && !full) {
-                    return quiet_ticks(L, tc, *t, until) < 0 ? -1 : 2;
-                }
-                *t = tc > now ? tc : now;
-                *t_obj = NULL;
-            }
-        }
-    }
-    return *t > until || *t == INFINITY ? 0 : 1;
-}
-
 /* ------------------------------------------------------------------ scheduler passes */
 
-/* _refresh_priorities: 1 if the order changed; the Python method runs only at a new tick. */
+/* The fair share as advance_ticks() takes it: (usage, run_units, accrued, stamp,
+ * half_life, n_users, last, total); None without fair-share weight. */
+static PyObject *share_args(const Life *L, const Ev *E, PyObject *fs) {
+    if (L->w_fs == 0.0) Py_RETURN_NONE;
+    static const int keys[7] = {A_USAGE, A_RUN_UNITS, A_ACCRUED, A_STAMP, A_HALF_LIFE, A_LAST,
+                                A_TOTAL};
+    PyObject *v[7] = {NULL};
+    PyObject *r = NULL;
+    for (int k = 0; k < 7; k++)
+        if ((v[k] = PyObject_GetAttr(fs, attr_keys[keys[k]])) == NULL) goto done;
+    r = Py_BuildValue("(OOOOOnOO)", v[0], v[1], v[2], v[3], v[4], E->n_users, v[5], v[6]);
+done:
+    for (int k = 0; k < 7; k++) Py_XDECREF(v[k]);
+    return r;
+}
+
+/* PriorityModel.advance_ticks(order, first, limit, max_age): the calc ticks from `first`
+ * on, before `limit`, folded and refreshed up to the first that changes the order (the
+ * compiled advance_ticks()); the fair share's total, scale and last fold follow. Sets
+ * *tick, the last tick done; 1 if its order changed, 0 if not, -1 on error. */
+static int prio_ticks(const Life *L, const Ev *E, double first, double limit, double *tick) {
+    PyObject *order = st_container(L, A_ORDER, &PyList_Type), *fs = st_get(L, A_FAIRSHARE);
+    PyObject *share = fs ? share_args(L, E, fs) : NULL;
+    PyObject *args = share ? Py_BuildValue("(OddddddO)", order, first, E->period, limit,
+                                           L->w_age, L->max_age, L->w_fs, share) : NULL;
+    PyObject *r = args && order ? advance_ticks(NULL, args) : NULL;
+    int changed = -1;
+    double total, last, old_last;
+    if (r != NULL && PyArg_ParseTuple(r, "dpdd", tick, &changed, &total, &last)) {
+        if (share != Py_None) {
+            if (read_double(PyTuple_GET_ITEM(share, 6), &old_last) < 0 ||
+                (last != old_last &&
+                 (PyObject_SetAttr(fs, attr_keys[A_TOTAL], PyTuple_GET_ITEM(r, 2)) < 0 ||
+                  PyObject_SetAttr(fs, attr_keys[A_LAST], PyTuple_GET_ITEM(r, 3)) < 0 ||
+                  set_float_attr(fs, A_SCALE, (double)(E->n_users > 1 ? E->n_users : 1)) < 0)))
+                changed = -1;
+        }
+    } else {
+        changed = -1;
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    Py_XDECREF(share);
+    Py_XDECREF(fs);
+    return changed;
+}
+
+/* _refresh_priorities: the priorities as of the latest calc tick, if not yet computed;
+ * 1 if the order changed. */
 static int refresh_due(const Life *L, const Ev *E, double now) {
-    double prio_tick;
+    double prio_tick, tick;
     if (!E->time_dep) return 0;
     if (st_d(L, A_PRIO_TICK, &prio_tick) < 0) return -1;
-    if (floor(now / E->period) * E->period <= prio_tick) return 0;
-    PyObject *r = PyObject_CallMethodNoArgs(L->sim, attr_keys[A_PRIO_REFRESH]);
-    if (r == NULL) return -1;
-    int changed = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return changed;
+    double at = floor(now / E->period) * E->period;
+    if (at <= prio_tick) return 0;
+    if (st_put(L, A_PRIO_TICK, PyFloat_FromDouble(at)) < 0 ||
+        st_put(L, A_CALC_NEXT, PyFloat_FromDouble(at + E->period)) < 0)
+        return -1;
+    return prio_ticks(L, E, at, at + E->period / 2, &tick);
 }
 
 /* _start_indices(idx, backfill): compiled unless a start hook or a dependency waits. */
@@ -375,7 +352,105 @@ static int due_passes(const Life *L, const Ev *E, double t) {
     return 0;
 }
 
+/* Simulator._quiet_ticks(first, before, until): the calc ticks at which nothing else is
+ * due, done at once up to the first that changes the order, with that tick's passes. */
+static int quiet_ticks(const Life *L, const Ev *E, double first, double before, double until) {
+    double limit = before, tick;
+    if (until < INFINITY) {
+        double last = floor(until / E->period) * E->period + E->period / 2;
+        if (last < limit) limit = last;
+    }
+    int changed = prio_ticks(L, E, first, limit, &tick);
+    if (changed < 0) return -1;
+    PyObject *tick_o = PyFloat_FromDouble(tick);
+    if (tick_o == NULL) return -1;
+    int bad = put_b(L->st, soff[A_NOW], tick_o) < 0 || put_b(L->st, soff[A_PRIO_TICK], tick_o) < 0 ||
+              st_put(L, A_CALC_NEXT, PyFloat_FromDouble(tick + E->period)) < 0 ||
+              (E->bf && put_b(L->st, soff[A_BF_RAN_AT], tick_o) < 0);
+    if (!bad && changed) {
+        bad = st_set_flag(L, A_BF_DIRTY, 1) < 0 || st_set_flag(L, A_FULL_MAIN_DUE, 1) < 0;
+        if (!bad && E->sched_int > 0 && fmod(tick, E->sched_int) == 0)
+            bad = main_pass(L, E, -1) < 0 || st_set_flag(L, A_FULL_MAIN_DUE, 0) < 0 ||
+                  put_b(L->st, soff[A_MAIN_RAN_AT], tick_o) < 0;
+    }
+    Py_DECREF(tick_o);
+    return bad ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------ the loop */
+
+/* The next multiple of `step` at or after now; past now if the pass ran at now. */
+static double next_pass(double now, double step, double ran_at) {
+    double t = ceil(now / step) * step;
+    return t <= now && ran_at == now ? t + step : t;
+}
+
+/* One turn's wake-up time (the top of _loop): 1 with *t (and *t_obj, the object Python
+ * would take as the time, or NULL for a new float) and *kick, 2 when quiet ticks were done
+ * (turn again), 0 when nothing is due up to `until`, -1 on error. */
+static int next_time(const Life *L, const Ev *E, PyObject *heap, Py_ssize_t n, double until,
+                     double *t, PyObject **t_obj, double *kick) {
+    long long kind, cursor, av_at, free_units, minu;
+    double now, kick_at;
+    PyObject *cols = lc(L, LC_ARRAYS);
+    PyObject *submit = n ? PyTuple_GET_ITEM(cols, T_SUBMIT) : NULL;
+    Py_ssize_t n_av = PyList_GET_SIZE(E->av_t);
+    *t = INFINITY;
+    *t_obj = NULL;
+    int any_heap = heap_top(heap, t, &kind, t_obj);
+    if (any_heap < 0 || st_ll(L, A_CURSOR, &cursor) < 0 || st_ll(L, A_AV_AT, &av_at) < 0 ||
+        st_d(L, A_NOW, &now) < 0 || st_d(L, A_KICK_AT, &kick_at) < 0 ||
+        st_ll(L, A_FREE, &free_units) < 0)
+        return -1;
+    if (cursor < n) {
+        double ts;
+        if (read_double(PyList_GET_ITEM(submit, cursor), &ts) < 0) return -1;
+        if (ts < *t) *t = ts, *t_obj = NULL;
+    }
+    if (av_at < n_av) {
+        double ta;
+        PyObject *o = PyList_GET_ITEM(E->av_t, av_at);
+        if (read_double(o, &ta) < 0) return -1;
+        if (ta < *t) *t = ta, *t_obj = o;
+    }
+    *kick = kick_at > now ? kick_at : INFINITY;
+    if (*kick < *t) *t = *kick, *t_obj = NULL;
+    if (free_units > 0 && min_pending_units(L, &minu) < 0) return -1;
+    if (free_units > 0 && free_units >= minu) {
+        int bf_dirty = E->bf ? st_flag(L, A_BF_DIRTY) : 0;
+        int full = E->sched_int > 0 ? st_flag(L, A_FULL_MAIN_DUE) : 0;
+        double ran;
+        if (bf_dirty < 0 || full < 0) return -1;
+        if (bf_dirty) {
+            if (st_d(L, A_BF_RAN_AT, &ran) < 0) return -1;
+            double tb = next_pass(now, E->bf_int, ran);
+            if (tb < *t) *t = tb, *t_obj = NULL;
+        }
+        if (full) {
+            if (st_d(L, A_MAIN_RAN_AT, &ran) < 0) return -1;
+            double tm = next_pass(now, E->sched_int, ran);
+            if (tm < *t) *t = tm, *t_obj = NULL;
+        }
+        PyObject *running = st_container(L, A_RUNNING, &PyDict_Type);
+        if (running == NULL) return -1;
+        if (E->time_dep && (any_heap || cursor < n || PyDict_GET_SIZE(running) || av_at < n_av ||
+                            *kick < INFINITY)) {
+            double tc;
+            if (st_d(L, A_CALC_NEXT, &tc) < 0) return -1;
+            if (tc < *t) {
+                int main_dirty = st_flag(L, A_MAIN_DIRTY);
+                if (main_dirty < 0) return -1;
+                if (E->quiet && now < tc && tc <= until && fmod(tc, E->period) == 0 &&
+                    !main_dirty && !full) {
+                    return quiet_ticks(L, E, tc, *t, until) < 0 ? -1 : 2;
+                }
+                *t = tc > now ? tc : now;
+                *t_obj = NULL;
+            }
+        }
+    }
+    return *t > until || *t == INFINITY ? 0 : 1;
+}
 
 /* Pop the heap's events of `kind` at `t`; each one's payload goes to the simulator's
  * method `meth` (a timer's only while its job is pending; -1: none). How many, or -1. */

@@ -36,6 +36,7 @@ enum { A_ORDER, A_PENDING, A_RUNNING, A_HEAP, A_ENDS, A_FREE, A_MINU, A_SEQ, A_N
        A_BF_DIRTY, A_BF_RAN_AT, A_FULL_MAIN_DUE, A_MAIN_DIRTY, A_CALC_NEXT, A_CAP, A_CG_UNTIL,
        A_MAIN_RAN_AT, N_STATE,
        A_WAITERS = N_STATE, A_ACCRUED, A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE,
+       A_LAST, A_HALF_LIFE,
        A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID, A_PRIO_REFRESH,
        A_START_INDICES, A_ON_START, N_ATTRS };
 static const char *ATTR_NAMES[N_ATTRS] = {
@@ -43,7 +44,8 @@ static const char *ATTR_NAMES[N_ATTRS] = {
     "user_use", "now", "min_units", "cursor", "prio_tick", "fairshare", "deps", "av_at",
     "kick_at", "bf_dirty", "bf_ran_at", "full_main_due", "main_dirty", "calc_next", "cap",
     "cg_until", "main_ran_at",
-    "waiters", "accrued", "run_units", "stamp", "usage", "total", "scale", "_release",
+    "waiters", "accrued", "run_units", "stamp", "usage", "total", "scale", "last", "half_life",
+    "_release",
     "_arrive", "_trace_job", "_trim_min_units", "_check_eligible", "id", "_refresh_priorities",
     "_start_indices", "on_start",
 };

@@ -625,6 +625,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             list(self._av_seg), _SUBMIT, _TIMER, _KICK,
             self._limit_params() if self._run_limits else None, len(cfg.partitions) <= 1,
             cfg.default_queue_depth, cfg.bf_max_job_test, self._params, float(cfg.bf_window),
+            self.prio.n_users,
         )  # fmt: skip
 
     def _quiet_ticks(self, first: float, before: float, until: float) -> None:

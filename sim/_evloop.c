@@ -1,8 +1,10 @@
 /* The event loop of the common replay case, compiled (included by sim/_backfill.c after
  * sim/_lifecycle.c): Simulator._loop (sim/engine.py, the reference) where the compiled life
- * cycle applies to trace arrivals and there is no BackfillCycle. The scheduler passes, the
- * quiet ticks and the rare events (injected jobs, timers, pool steps) stay the Python
- * methods it calls; arrivals, job ends and the loop's own bookkeeping run here.
+ * cycle applies to trace arrivals and there is no BackfillCycle. Each turn's bookkeeping,
+ * arrivals and job ends, the due passes (_due_passes), the priority refresh and quiet
+ * ticks, and the main and backfill passes on one partition run here, on the compiled cores
+ * above; the rare events (injected jobs, timers, pool steps), the main pass over several
+ * partitions and the starts of jobs with dependency waiters call the Python methods.
  *
  * ev: the tuple Simulator._loop_ctx builds (its items: the EV_* indices below). */
 

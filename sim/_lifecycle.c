@@ -37,7 +37,7 @@ enum { A_ORDER, A_PENDING, A_RUNNING, A_HEAP, A_ENDS, A_FREE, A_MINU, A_SEQ, A_N
        A_MAIN_RAN_AT, N_STATE,
        A_WAITERS = N_STATE, A_ACCRUED, A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE,
        A_LAST, A_HALF_LIFE,
-       A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID, A_PRIO_REFRESH,
+       A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID,
        A_START_INDICES, A_ON_START, N_ATTRS };
 static const char *ATTR_NAMES[N_ATTRS] = {
     "order", "pending", "running", "heap", "ends", "free", "minu", "seq", "n_backfilled",
@@ -46,7 +46,7 @@ static const char *ATTR_NAMES[N_ATTRS] = {
     "cg_until", "main_ran_at",
     "waiters", "accrued", "run_units", "stamp", "usage", "total", "scale", "last", "half_life",
     "_release",
-    "_arrive", "_trace_job", "_trim_min_units", "_check_eligible", "id", "_refresh_priorities",
+    "_arrive", "_trace_job", "_trim_min_units", "_check_eligible", "id",
     "_start_indices", "on_start",
 };
 static Py_ssize_t soff[N_STATE];

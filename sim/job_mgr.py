@@ -9,6 +9,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -105,11 +106,8 @@ class JobManager(EngineState):
             names = a.names if isinstance(a.names, list) else list(a.names)
             cols = (a.submit, a.job_id, a.units, a.limit, a.runtime, a.user, a.group)
             cols += (a.exit_code, names)
-        factor = part.priority_job_factor
-
-        def static(units: int) -> float:
-            return prio.static_part(units, factor, 0.0)
-
+        # a trace job's static priority part by its units (picklable, as the simulator is)
+        static = partial(prio.static_part, part_factor=part.priority_job_factor, qos_factor=0.0)
         return (
             self, _RUNNING, _PENDING, _TIMEOUT, _FAILED, _COMPLETED,
             float(self.cfg.bf_resolution), self._run_limits, per[0], per[1],

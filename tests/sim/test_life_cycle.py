@@ -51,18 +51,22 @@ def pair(make) -> tuple[Simulator, Simulator]:  # type: ignore[no-untyped-def]
     st.booleans(),  # age and fair-share weights, or basic priority
     limits,
     st.lists(st.tuples(st.integers(1, 20000), st.integers(0, 16)), max_size=4),  # availability
-    st.booleans(),  # two partitions (the trace names none: all go to the default one)
+    # two partitions (the trace names none: all go to the default one), or a MaxTime (the
+    # Python event loop with the compiled starts and ends)
+    st.sampled_from([None, "two", "max_time"]),
 )
 def test_compiled_life_cycle_gives_the_same_records(
-    rows, delay, sched, res, multifactor, lim, steps, two_parts
+    rows, delay, sched, res, multifactor, lim, steps, parts
 ):
     rows.sort(key=lambda r: r[0])
     cfg = replace(FAIRSHARE, batch_sched_delay=delay, sched_interval=sched, bf_resolution=res)
     if not multifactor:
         cfg = replace(cfg, priority_type="priority/basic")
-    if two_parts:
-        parts = {"a": Partition("a", default=True), "b": Partition("b", priority_tier=2)}
-        cfg = replace(cfg, partitions=parts)
+    if parts == "two":
+        two = {"a": Partition("a", default=True), "b": Partition("b", priority_tier=2)}
+        cfg = replace(cfg, partitions=two)
+    elif parts == "max_time":
+        cfg = replace(cfg, partitions={"a": Partition("a", default=True, max_time=3000.0)})
     times = sorted({float(t) for t, _ in steps})
     av = Availability(tuple(times), tuple(u for _, u in steps[: len(times)])) if times else None
     fast, slow = pair(

@@ -56,6 +56,8 @@ static int ev_parse(PyObject *ev, Ev *E) {
     return 0;
 }
 
+/* A SimState number or flag, read (st_d, st_flag) or set (st_set_flag); a float attribute
+ * of another object set (set_float_attr). */
 static int st_d(const Life *L, int k, double *out) {
     PyObject *o = st_get(L, k);
     if (o == NULL) return -1;

@@ -1,7 +1,8 @@
 /* The simulator's hot loops, compiled: the backfill map (Slurm's node_space) with the
  * backfill pass over it, the priority refresh (fair-share and sort) at each
  * PriorityCalcPeriod tick and runs of ticks at which nothing else is due, the QOS limit
- * filter of the backfill walk, and the arrays of a queue snapshot.
+ * filter of the backfill walk, the arrays of a queue snapshot, and the per-job life cycle of
+ * the common replay case (sim/_lifecycle.c, included below).
  *
  * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
@@ -113,6 +114,14 @@ static inline int read_double(PyObject *o, double *out) {
 static inline int read_ll(PyObject *o, long long *out) {
     *out = PyLong_AsLongLong(o);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Append index i to the list out (the passes' picks). */
+static int append_index(PyObject *out, Py_ssize_t i) {
+    PyObject *idx = PyLong_FromSsize_t(i);
+    int r = idx == NULL ? -1 : PyList_Append(out, idx);
+    Py_XDECREF(idx);
+    return r;
 }
 
 /* ------------------------------------------------------------------ the backfill map */
@@ -620,12 +629,46 @@ typedef struct {
     double total, scale;
 } FsView;
 
+/* The lazy fair-share factors of one refresh, per user: each computed once per refresh (a
+ * user's stamp equal to the refresh's generation marks its factor as computed). */
+static struct { double *f; unsigned *gen; Py_ssize_t cap; unsigned cur; } fs_memo = {0};
+
+static int fs_memo_start(Py_ssize_t n) {
+    if (n > fs_memo.cap) {
+        double *f = PyMem_Realloc(fs_memo.f, (size_t)n * sizeof(double));
+        if (f == NULL) { PyErr_NoMemory(); return -1; }
+        fs_memo.f = f;
+        unsigned *g = PyMem_Realloc(fs_memo.gen, (size_t)n * sizeof(unsigned));
+        if (g == NULL) { PyErr_NoMemory(); return -1; }
+        memset(g + fs_memo.cap, 0, (size_t)(n - fs_memo.cap) * sizeof(unsigned));
+        fs_memo.gen = g;
+        fs_memo.cap = n;
+    }
+    if (++fs_memo.cur == 0) {  /* wrapped: forget every stamp */
+        memset(fs_memo.gen, 0, (size_t)fs_memo.cap * sizeof(unsigned));
+        fs_memo.cur = 1;
+    }
+    return 0;
+}
+
+/* A user's fair-share factor (in range of the view; FsView below). */
+static inline double fs_factor(const FsView *fs, long long user) {
+    if (!fs->lazy) return fs->v[user];
+    if (!(fs->total > 0)) return 1.0;
+    if (fs_memo.gen[user] != fs_memo.cur) {
+        fs_memo.f[user] = exp2(-(fs->v[user] / fs->total) * fs->scale);
+        fs_memo.gen[user] = fs_memo.cur;
+    }
+    return fs_memo.f[user];
+}
+
 /* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
  * below); 1 if the order changed, 0 if not, -1 with an exception set. */
 static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
                          const FsView *fs) {
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (n == 0) return 0;
+    if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
     SortItem *items = PyMem_Malloc((size_t)n * sizeof(SortItem));
     if (items == NULL) {
         PyErr_NoMemory();
@@ -644,14 +687,7 @@ static int refresh_order(PyObject *order, double tick, double w_age, double max_
             double age = tick - accrue;
             if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
         }
-        if (w_fs != 0.0) {
-            double f = 1.0;
-            if (user >= 0 && user < fs->n)
-                f = !fs->lazy       ? fs->v[user]
-                    : fs->total > 0 ? exp2(-(fs->v[user] / fs->total) * fs->scale)
-                                    : 1.0;
-            p += w_fs * f;
-        }
+        if (w_fs != 0.0) p += w_fs * (user >= 0 && user < fs->n ? fs_factor(fs, user) : 1.0);
         long long prio = (long long)p;
         if (prio < 1) prio = 1;
         if (prio != old_prio) {
@@ -741,6 +777,19 @@ static int sort_item(PyObject *job, SortItem *it) {
     return 0;
 }
 
+/* Insert `job` into `order` after any job with an equal key (insort() below). */
+static int insort_job(PyObject *order, PyObject *job) {
+    SortItem x, m;
+    if (sort_item(job, &x) < 0) return -1;
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) >> 1;
+        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return -1;
+        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
+    }
+    return PyList_Insert(order, lo, job);
+}
+
 /* insort(order, job) -> None
  * Insert `job` into `order`, a queue sorted by (-tier, -prio, seq), after any job with an
  * equal key: bisect.insort(order, job, key=SimJob.sort_key), with the key read from the
@@ -748,15 +797,7 @@ static int sort_item(PyObject *job, SortItem *it) {
 static PyObject *insort(PyObject *self, PyObject *args) {
     PyObject *order, *job;
     if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &order, &job)) return NULL;
-    SortItem x, m;
-    if (sort_item(job, &x) < 0) return NULL;
-    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(order);
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) >> 1;
-        if (sort_item(PyList_GET_ITEM(order, mid), &m) < 0) return NULL;
-        if (cmp_items(&x, &m) < 0) hi = mid; else lo = mid + 1;
-    }
-    if (PyList_Insert(order, lo, job) < 0) return NULL;
+    if (insort_job(order, job) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -879,22 +920,11 @@ static PyObject *limit_filter(PyObject *self, PyObject *args) {
             out = PyList_New(0);
             kept = PyList_GetSlice(order, 0, i);
             if (out == NULL || kept == NULL) goto fail;
-            for (Py_ssize_t k = 0; k < i; k++) {
-                PyObject *idx = PyLong_FromSsize_t(k);
-                if (idx == NULL || PyList_Append(out, idx) < 0) {
-                    Py_XDECREF(idx);
-                    goto fail;
-                }
-                Py_DECREF(idx);
-            }
+            for (Py_ssize_t k = 0; k < i; k++)
+                if (append_index(out, k) < 0) goto fail;
         }
         if (held || out == NULL) continue;
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL || PyList_Append(out, idx) < 0 || PyList_Append(kept, job) < 0) {
-            Py_XDECREF(idx);
-            goto fail;
-        }
-        Py_DECREF(idx);
+        if (append_index(out, i) < 0 || PyList_Append(kept, job) < 0) goto fail;
     }
     if (out == NULL) Py_RETURN_NONE;
     return Py_BuildValue("(NN)", out, kept);
@@ -931,13 +961,7 @@ static PyObject *limited_picks(PyObject *self, PyObject *args) {
         if (read_ll(slot(job, F_UNITS), &units) < 0) goto fail;
         if (units > free_units) break;
         free_units -= units;
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL || PyList_Append(out, idx) < 0) {
-            Py_XDECREF(idx);
-            goto fail;
-        }
-        Py_DECREF(idx);
-        if (count_start(extra, job, nodes, cpus) < 0) goto fail;
+        if (append_index(out, i) < 0 || count_start(extra, job, nodes, cpus) < 0) goto fail;
     }
     return out;
 fail:
@@ -1243,6 +1267,9 @@ done:
     Py_RETURN_NONE;
 }
 
+#include "_lifecycle.c"
+#include "_evloop.c"
+
 static PyMethodDef methods[] = {
     {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
     {"plan", plan, METH_VARARGS, "The backfill pass: indices of the jobs it starts now."},
@@ -1255,6 +1282,10 @@ static PyMethodDef methods[] = {
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
     {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
     {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
+    {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},
+    {"start_jobs", start_jobs, METH_VARARGS, "Start the queue's jobs at the given indices."},
+    {"end_jobs", end_jobs, METH_VARARGS, "The job ends due now: release and log them."},
+    {"run_loop", run_loop, METH_VARARGS, "The event loop of the common replay case."},
     {"queue_arrays", (PyCFunction)(void (*)(void))queue_arrays, METH_FASTCALL,
      "Fill a queue snapshot's arrays from the pending and running jobs."},
     {NULL, NULL, 0, NULL},

@@ -80,6 +80,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
     #: do runs of calc ticks at which nothing else is due in one compiled call
     #: (:meth:`_quiet_ticks`); off, each is a turn of the event loop (the same schedule)
     compiled_quiet_ticks: bool = True
+    #: do the life cycle of the common case (trace arrivals, starts, ends) and, where it
+    #: applies to arrivals, the event loop compiled (sim/_lifecycle.c, sim/_evloop.c;
+    #: :meth:`_life_ctx`); off, in Python (the same schedule)
+    compiled_life_cycle: bool = True
 
     def __init__(
         self,
@@ -436,6 +440,12 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         heapq.heappush(st.heap, (t, kind, st.seq, payload))
 
     def _loop(self, until: float) -> None:  # noqa: C901 -- the event loop, inlined for speed
+        """Process the events up to ``until``; the reference of ``_backfill.run_loop``."""
+        life = self._life_ctx()  # the compiled life cycle, where it applies
+        arrive = life if life is not None and self._life_arrivals() else None
+        if arrive is not None:  # the whole loop compiled (sim/_evloop.c)
+            _backfill.run_loop(arrive, self.state, until, self._loop_ctx())
+            return
         st = self.state
         arrays = self._arrays
         submit_times = arrays.submit
@@ -452,13 +462,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         n_av = len(av_t)
         # ticks with nothing else due are done in one compiled call (_quiet_ticks)
         period = cfg.calc_period
-        quiet = (
-            self.compiled_quiet_ticks
-            and time_dep
-            and cycle is None
-            and (not bf or period % bf_int == 0)
-            and not (sched_int > 0 and period % sched_int != 0)
-        )
+        quiet = self._quiet()
         while True:
             t = heap[0][0] if heap else math.inf
             if st.cursor < n:
@@ -553,6 +557,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                     st.bf_dirty = False
                     events = False
             # 5. job ends
+            if life is not None and heap and heap[0][0] == t and heap[0][1] == _END:
+                _backfill.end_jobs(life, st, t)  # no BackfillCycle: nothing more per end
+                events = True
+                st.main_dirty = True
             while heap and heap[0][0] == t and heap[0][1] == _END:
                 _, _, _, job = heapq.heappop(heap)
                 if job.runtime >= 0 and job.id in st.running:  # not cancelled
@@ -594,6 +602,31 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 st.bf_dirty = True
             if st.main_dirty or st.full_main_due or t >= st.calc_next:
                 self._due_passes()
+
+    def _quiet(self) -> bool:
+        """Whether :meth:`_loop` does runs of quiet ticks in one call (:meth:`_quiet_ticks`)."""
+        cfg = self.cfg
+        period, bf_int, sched_int = cfg.calc_period, cfg.bf_interval, cfg.sched_interval
+        return (
+            self.compiled_quiet_ticks
+            and self.prio.time_dependent
+            and self.cycle is None
+            and (not cfg.backfill or period % bf_int == 0)
+            and not (sched_int > 0 and period % sched_int != 0)
+        )
+
+    def _loop_ctx(self) -> tuple[Any, ...]:
+        """The tuple the compiled event loop reads (sim/_evloop.c, its EV_* order)."""
+        cfg = self.cfg
+        return (
+            cfg.backfill, float(cfg.bf_interval), float(cfg.sched_interval),
+            self.prio.time_dependent, self._quiet(), float(cfg.calc_period),
+            float(cfg.batch_sched_delay), list(self._av_t), list(self._av_u),
+            list(self._av_seg), _SUBMIT, _TIMER, _KICK,
+            self._limit_params() if self._run_limits else None, len(cfg.partitions) <= 1,
+            cfg.default_queue_depth, cfg.bf_max_job_test, self._params, float(cfg.bf_window),
+            self.prio.n_users,
+        )  # fmt: skip
 
     def _quiet_ticks(self, first: float, before: float, until: float) -> None:
         """The calc ticks from ``first`` on, before ``before`` and up to ``until``, at which

@@ -9,6 +9,8 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +22,12 @@ from sim.dependency import Dependency
 from sim.engine_state import _END, _NAN, _TIMER, EngineState
 from sim.limits import REASON_SUBMIT
 from sim.pools import Alloc, take
-from sim.state import SimJob
+from sim.state import SimJob, SimState
 from sim.traces.model import Trace
 
 # the states a job takes here, looked up once (an Enum member lookup is slow)
 _PENDING, _RUNNING, _CANCELLED = JobState.PENDING, JobState.RUNNING, JobState.CANCELLED
+_TIMEOUT, _FAILED, _COMPLETED = JobState.TIMEOUT, JobState.FAILED, JobState.COMPLETED
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,47 @@ class JobManager(EngineState):
     _log: list[Record]  # finished jobs, append-only (restore truncates)
     _fin_pos: dict[int, int]  # job id -> index in _log
     on_start: Callable[[int, float], None] | None  # (job id, now) as each job starts
+    compiled_life_cycle: bool  # Simulator's switch of the compiled life cycle
+    _life_made: tuple[Any, ...] | None = None  # _life_ctx's tuple, made once
+
+    def _life_ctx(self) -> tuple[Any, ...] | None:
+        """The context of the compiled life cycle (sim/_lifecycle.c: starts, ends and, where
+        :meth:`_life_arrivals`, trace arrivals), or None where it does not apply: node pools,
+        :class:`BackfillCycle`, or switched off (``compiled_life_cycle``)."""
+        if not self.compiled_life_cycle or self._pools is not None or self.cycle is not None:
+            return None
+        if self._life_made is None:
+            self._life_made = self._make_life_ctx()
+        return self._life_made
+
+    def _life_arrivals(self) -> bool:
+        """Whether trace jobs arrive compiled: no trace partitions, no ``MaxTime`` and no
+        rejection at submission (per-user submit counts are kept)."""
+        lim = self.limits
+        return (
+            not self._arrays.partitions
+            and not self._time_held
+            and (lim is None or lim.max_submit_jobs_per_user is None)
+        )
+
+    def _make_life_ctx(self) -> tuple[Any, ...]:
+        """The tuple sim/_lifecycle.c reads (its LC_* order)."""
+        a, prio, part = self._arrays, self.prio, self._part_default
+        per = self._limit_params()[5:] if self._run_limits else (1, 1)
+        cols: tuple[list[Any], ...] | None = None
+        if a.n:
+            names = a.names if isinstance(a.names, list) else list(a.names)
+            cols = (a.submit, a.job_id, a.units, a.limit, a.runtime, a.user, a.group)
+            cols += (a.exit_code, names)
+        # a trace job's static priority part by its units (picklable, as the simulator is)
+        static = partial(prio.static_part, part_factor=part.priority_job_factor, qos_factor=0.0)
+        return (
+            self, _RUNNING, _PENDING, _TIMEOUT, _FAILED, _COMPLETED,
+            float(self.cfg.bf_resolution), self._run_limits, per[0], per[1],
+            self.limits is not None, float(prio.w_fairshare), self._log, self._fin_pos,
+            cols, ({}, static), part.name, part.priority_tier, self._general,
+            self.cfg.multifactor, float(prio.w_age), float(self.cfg.max_age), "", _NAN,
+        )  # fmt: skip
 
     def _spec_job(self, jid: int, spec: JobSpec, submit: float, deps: list[Dependency]) -> SimJob:
         """The job of an injected ``spec`` (:meth:`submit`, :meth:`estimate_start_for`)."""
@@ -270,9 +314,14 @@ class JobManager(EngineState):
         heapq.heappush(h, (job.units, job.seq, job.id))
         if job.units < st.minu:
             st.minu = job.units
-        if len(h) > 2 * len(st.order) + 64:  # drop entries of jobs no longer waiting
-            st.min_units = [(j.units, j.seq, j.id) for j in st.order]
-            heapq.heapify(st.min_units)
+        if len(h) > 2 * len(st.order) + 64:
+            self._trim_min_units()
+
+    def _trim_min_units(self) -> None:
+        """Drop the entries of jobs no longer waiting from ``min_units``."""
+        st = self.state
+        st.min_units = [(j.units, j.seq, j.id) for j in st.order]
+        heapq.heapify(st.min_units)
 
     def _finished_record(self, job_id: int) -> Record | None:
         pos = self._fin_pos.get(job_id)
@@ -323,7 +372,12 @@ class JobManager(EngineState):
             self._start(job, backfill, alloc)
 
     def _start_indices(self, idx: list[int], backfill: bool) -> None:
-        """:meth:`_start_picked` of jobs without allocations, by their indices alone."""
+        """:meth:`_start_picked` of jobs without allocations, by their indices alone
+        (compiled where no start hook or dependency waits on a start)."""
+        life = self._life_ctx()
+        if life is not None and self.on_start is None and not self.state.deps.waiters:
+            _backfill.start_jobs(life, self.state, idx, backfill)
+            return
         order = self.state.order
         jobs = [order[i] for i in idx]
         for i in reversed(idx):
@@ -418,6 +472,9 @@ class JobManager(EngineState):
             job.prio,
             job.backfill,
         )
+
+
+_backfill.register_life(SimJob, Record, SimState, _END)  # the compiled life cycle's slots
 
 
 class _TraceArrays:

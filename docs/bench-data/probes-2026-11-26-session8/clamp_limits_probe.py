@@ -1,17 +1,11 @@
 """The clamp's 'jobs waited' counting only jobs whose user was under the profile's per-user
 limits in that bin (a wait for resources, not for the user's own limit)."""
-import sys, numpy as np
+import sys
 from dataclasses import replace
-ROOT = __import__('pathlib').Path(__file__).resolve().parents[3]; sys.path.insert(0, str(ROOT))
-from sim.traces import read_trace
-from sim.profile import SiteProfile, split, replay_waits
-from sim.fidelity import fidelity
+import numpy as np
+from heldout import report, trace_and_profile
 import sim.availability as A
-import sim.profile as P
-tr = read_trace(str(ROOT.parent / 'shared/traces/ls6-a100.log'))
-prof = SiteProfile.from_json(open(ROOT / 'sim/data/ls6-a100.log.profile.json').read())
-fitm, held, cut = split(tr)
-rec = tr.recorded_start - tr.submit
+tr, prof = trace_and_profile()
 LJ, LN = 8, 16
 orig = A.waiting_bins
 def user_binned(trace, t0, step, n):
@@ -40,21 +34,15 @@ def waiting_bins_res(trace, t0, step, n, after=600.0):
         free = (j[a:b] < LJ) & ((nd[a:b] + trace.units[i] <= LN) | (trace.units[i] > LN))
         res[a:b] |= free
     return res
-variants = [(n, p) for n, p in [
+variants = [
     ('fifo c0', replace(prof, clamp=(0.0, 0.0))),
     ('fifo c0.025', replace(prof, clamp=(0.0, 0.025))),
     ('fifo c1h', replace(prof, clamp=(3600.0, 0.0))),
     ('fifo c1h.025', replace(prof, clamp=(3600.0, 0.025))),
     ('fs3.5 c0.025', replace(prof, priority='fairshare-3.5d', clamp=(0.0, 0.025))),
     ('fs3.5 6h c0.025', replace(prof, priority='fairshare-3.5d', window_s=6*3600.0, clamp=(0.0, 0.025))),
-]]
+]
 for mode in sys.argv[1:]:
     A.waiting_bins = orig if mode == 'orig' else waiting_bins_res
     for name, p in variants:
-        res=[]
-        for s in range(3):
-            w = replay_waits(tr, p, jitter=0.02, seed=s)
-            res.append((fidelity(w[fitm], rec[fitm]), fidelity(w[held], rec[held])))
-        for part,k in (("fit",0),("held",1)):
-            fs=[r[k] for r in res]
-            print(f"{mode:5s} {name:16s} {part}: sp={np.mean([f.spearman for f in fs]):.3f} ks={np.mean([f.ks for f in fs]):.3f} med={np.mean([f.sim_median_h for f in fs]):.2f}/{fs[0].rec_median_h:.2f} mean={np.mean([f.sim_mean_h for f in fs]):.2f}/{fs[0].rec_mean_h:.2f} p90={np.mean([f.sim_p90_h for f in fs]):.2f}/{fs[0].rec_p90_h:.2f} loss={np.mean([P.loss(f) for f in fs]):.3f}", flush=True)
+        report(f"{mode} {name}", tr, p)

@@ -17,7 +17,6 @@ def nearest_gap(i, tol):
     L=ends_by_user[us[i]]
     ts=[e for e,_ in L]
     k=bisect.bisect_right(ts, st[i])
-    best=None
     # ends in [st-tol, st], after submit
     while k>0 and ts[k-1]>=st[i]-tol:
         e,j=L[k-1]

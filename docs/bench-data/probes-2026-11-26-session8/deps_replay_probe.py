@@ -1,18 +1,19 @@
-import sys, numpy as np, time
-ROOT = __import__('pathlib').Path(__file__).resolve().parents[3]; sys.path.insert(0, str(ROOT))
+"""TRACE PROFILE TOL[:name]...: the replay with each job that started within TOL s of the end
+of one of its user's own jobs (ended after its submission; ``:name``: of the same name)
+given an ``afterany`` dependency on that job."""
+import sys
 from collections import defaultdict
+from pathlib import Path
 import bisect
-from sim.traces import read_trace
-from sim.profile import SiteProfile, split, replay_waits
-from sim.fidelity import fidelity
+import numpy as np
+from heldout import report, trace_and_profile
 from sim.dependency import Dependency
-import sim.profile as P
+from sim.engine import Simulator
 import sim.job_mgr as JM
-path = sys.argv[1]; prof_path = sys.argv[2]
-tr = read_trace(path)
-prof = SiteProfile.from_json(open(prof_path).read())
-fitm, held, cut = split(tr)
-rec = tr.recorded_start - tr.submit
+# the dependencies are added where the Python life cycle makes trace jobs (_trace_job): the
+# compiled one (the same schedules otherwise) would not call it
+Simulator.compiled_life_cycle = False
+tr, prof = trace_and_profile(Path(sys.argv[1]), Path(sys.argv[2]))
 
 def infer(tr, tol, same_name=False):
     sub = tr.submit.astype(float); st = tr.recorded_start.astype(float)
@@ -46,13 +47,6 @@ for variant in sys.argv[3:]:
         if p >= 0:
             job.deps = [Dependency('afterany', int(ids[p]))]
         return job
-    JM.JobManager._trace_job = _trace_job
-    res = []
-    t = time.time()
-    for s in range(3):
-        w = replay_waits(tr, prof, jitter=0.02, seed=s)
-        res.append((fidelity(w[fitm], rec[fitm]), fidelity(w[held], rec[held])))
-    print(f"variant {variant}: {int((pred>=0).sum())} inferred deps, {time.time()-t:.0f}s")
-    for name, k in (("fit", 0), ("held", 1)):
-        fs = [r[k] for r in res]
-        print(f"  {name}: sp={np.mean([f.spearman for f in fs]):.3f}±{np.std([f.spearman for f in fs]):.3f} ks={np.mean([f.ks for f in fs]):.3f} med={np.mean([f.sim_median_h for f in fs]):.2f}/{fs[0].rec_median_h:.2f} mean={np.mean([f.sim_mean_h for f in fs]):.2f}/{fs[0].rec_mean_h:.2f} p90={np.mean([f.sim_p90_h for f in fs]):.2f}/{fs[0].rec_p90_h:.2f} loss={np.mean([P.loss(f) for f in fs]):.3f}", flush=True)
+    JM.JobManager._trace_job = _trace_job  # called by the Python life cycle only
+    print(f"variant {variant}: {int((pred>=0).sum())} inferred deps")
+    report(f"  tol {variant}", tr, prof)

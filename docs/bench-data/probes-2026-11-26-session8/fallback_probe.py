@@ -27,7 +27,6 @@ for k,(w,known) in enumerate(rows):
         pw, pknown = rows[k-1]
         pg = pw['gaps']
         # the origin's start = this week's start; chains of last week known by then
-        from mirage.backtest.plan import Week
         wk = next(x for x in plan.origins if x.label == w['week'])
         m = pknown <= wk.start
         n_known = f"{int(m.sum())}/{m.size}"

@@ -4,8 +4,6 @@ import sys, json, shutil
 from pathlib import Path
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[3]; sys.path.insert(0, str(ROOT))
 import mirage.backtest.origin as O
-from mirage.backtest import labels as lb
-import numpy as np
 src, dst, K = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 roles = sys.argv[4].split(',') if len(sys.argv) > 4 else ['dev']
 if not dst.exists():

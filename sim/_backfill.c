@@ -116,6 +116,19 @@ static inline int read_ll(PyObject *o, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* Item k of the index list idx as an index into a list of n jobs; -1 with an error set when
+ * it is not an int or is out of range. */
+static int read_index(PyObject *idx, Py_ssize_t k, Py_ssize_t n, Py_ssize_t *out) {
+    Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0 || i >= n) {
+        PyErr_SetString(PyExc_IndexError, "idx: a job index out of range");
+        return -1;
+    }
+    *out = i;
+    return 0;
+}
+
 /* Append index i to the list out (the passes' picks). */
 static int append_index(PyObject *out, Py_ssize_t i) {
     PyObject *idx = PyLong_FromSsize_t(i);
@@ -982,12 +995,8 @@ static PyObject *first_held(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(idx), n_jobs = PyList_GET_SIZE(jobs);
     for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || i >= n_jobs) {
-            PyErr_SetString(PyExc_IndexError, "idx: a job index out of range");
-            return NULL;
-        }
+        Py_ssize_t i;
+        if (read_index(idx, k, n_jobs, &i) < 0) return NULL;
         PyObject *job = PyList_GET_ITEM(jobs, i);
         long long nodes, cpus;
         int held = limit_holds(job, user_use, extra, &l, &nodes, &cpus);

@@ -406,12 +406,8 @@ static int start_core(const Life *L, PyObject *idx, int backfill) {
     PyObject *now_o = NULL;
     int ret = -1;
     for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
-        if (i == -1 && PyErr_Occurred()) goto done;
-        if (i < 0 || i >= n_order) {
-            PyErr_SetString(PyExc_IndexError, "idx: a job index out of range");
-            goto done;
-        }
+        Py_ssize_t i;
+        if (read_index(idx, k, n_order, &i) < 0) goto done;
         jobs[k] = PyList_GET_ITEM(order, i);
         Py_INCREF(jobs[k]);
     }

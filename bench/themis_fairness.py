@@ -315,6 +315,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=3,
         help="repetitions of each policy without emulation (medians are used)",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        help="rounds of the sharing scenarios, each policy next to fifo (medians are used); "
+        "default 1 on the emulated device, 3 with --no-emulation",
+    )
     p.add_argument("--bandwidth", type=float, default=200e6, help="emulated device, bytes/s")
     p.add_argument(
         "--no-emulation",
@@ -335,10 +342,74 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dispatcher", default="lottery", help="lottery (ThemisIO) or sfq")
     p.add_argument("--quick", action="store_true", help="1.5 s per scenario (a smoke run)")
     args = p.parse_args(argv)
+    if args.rounds <= 0:  # bare tmpfs: one pair of 6-s runs spreads by +-15 % on 2 cores
+        args.rounds = 3 if args.no_emulation else 1
     if args.quick:
         args.duration = args.cpu_duration = 1.5
-        args.cpu_rounds = 1
+        args.cpu_rounds = args.rounds = 1
     return args
+
+
+Rates = dict[tuple[str, str, str], list[dict[str, float]]]
+
+
+def sharing_figures(
+    rates: Rates, paired: dict[tuple[str, str], list[float]], rounds: int
+) -> tuple[dict[str, float], dict[str, bool]]:
+    """The shares and the throughput against fifo, with their checks, from the runs' rates
+    ((policy, scenario, phase) -> per-job bytes/s of each run) and the paired ratios."""
+
+    def total(key: tuple[str, str, str]) -> float:
+        return statistics.median(sum(r.values()) for r in rates[key])
+
+    figures: dict[str, float] = {}
+    checks: dict[str, bool] = {}
+
+    def shares(policy: str, scenario: str, mine: tuple[str, ...], theirs: tuple[str, ...]) -> float:
+        """Median over the rounds of sum(mine) / sum(theirs) in one scenario's runs."""
+        return statistics.median(
+            sum(r[j] for j in mine) / sum(r[j] for j in theirs)
+            for r in rates[(policy, scenario, "emu")]
+        )
+
+    figures["size_fair_ratio"] = shares("size-fair", "size", ("204",), ("201",))
+    checks["size_fair_1to4"] = within(figures["size_fair_ratio"], 4.0)
+    figures["size_fair_read_ratio"] = shares("size-fair", "size-read", ("204",), ("201",))
+    checks["size_fair_read_1to4"] = within(figures["size_fair_read_ratio"], 4.0)
+    figures["job_fair_ratio"] = shares("job-fair", "size", ("204",), ("201",))
+    checks["job_fair_1to1"] = within(figures["job_fair_ratio"], 1.0)
+    figures["user_fair_user_ratio"] = shares("user-fair", "users", ("311", "314"), ("321",))
+    checks["user_fair_1to1"] = within(figures["user_fair_user_ratio"], 1.0)
+    figures["utsf_user_ratio"] = shares("user-then-size-fair", "users", ("311", "314"), ("321",))
+    figures["utsf_size_ratio"] = shares("user-then-size-fair", "users", ("314",), ("311",))
+    checks["utsf_users_1to1"] = within(figures["utsf_user_ratio"], 1.0)
+    checks["utsf_size_1to4"] = within(figures["utsf_size_ratio"], 4.0)
+    figures["gus_group_ratio"] = shares("group-user-size-fair", "groups", ("411", "422"), ("431",))
+    figures["gus_user_ratio"] = shares("group-user-size-fair", "groups", ("422",), ("411",))
+    checks["gus_groups_1to1"] = within(figures["gus_group_ratio"], 1.0)
+    checks["gus_users_1to1"] = within(figures["gus_user_ratio"], 1.0)
+    figures["fifo_size_ratio"] = shares("fifo", "size", ("204",), ("201",))
+    for policy, (main_scenario, _) in PLAN.items():
+        key = policy.replace("-", "_")
+        for phase in ("emu", "cpu"):
+            if phase == "emu":
+                lone = statistics.median(paired[(policy, "lone")])
+                agg = statistics.median(paired[(policy, main_scenario)])
+                if rounds > 1:
+                    print(
+                        f"{policy:21s} vs fifo, each round: lone "
+                        + " ".join(f"{x:.2f}" for x in paired[(policy, "lone")])
+                        + f"; {main_scenario} "
+                        + " ".join(f"{x:.2f}" for x in paired[(policy, main_scenario)])
+                    )
+            else:
+                lone = total((policy, "lone", phase)) / total(("fifo", "lone", phase))
+                agg = total((policy, "size", phase)) / total(("fifo", "size", phase))
+            figures[f"lone_{key}_{phase}_vs_fifo"] = lone
+            checks[f"lone_{key}_{phase}"] = lone >= 0.9
+            figures[f"aggregate_{key}_{phase}_vs_fifo"] = agg
+            checks[f"aggregate_{key}_{phase}"] = agg >= 0.9
+    return figures, checks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,11 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     backing.chmod(0o777)
     mnt.mkdir()
     # (policy, scenario, phase) -> per-job bytes/s of each repetition
-    rates: dict[tuple[str, str, str], list[dict[str, float]]] = {}
-    steps = 4 * len(PLAN) + 1 + 2 * (len(PLAN) + 1) * args.cpu_rounds + 3
+    rates: Rates = {}
+    steps = (4 * len(PLAN) + 1) * args.rounds + 2 * (len(PLAN) + 1) * args.cpu_rounds + 3
     step = 0
 
-    paired: dict[tuple[str, str], float] = {}  # (policy, scenario) -> total / adjacent fifo's
+    # (policy, scenario) -> total / adjacent fifo's, one per round
+    paired: dict[tuple[str, str], list[float]] = {}
 
     def measure(
         mount: Mount, policy: str, scenario: str, phase: str, seconds: float
@@ -382,13 +454,19 @@ def main(argv: list[str] | None = None) -> int:
         mount = Mount(backing, mnt, args, 0.0 if args.no_emulation else args.bandwidth)
         try:
             run_jobs(mnt / "warm-up", SCENARIOS["lone"], "write", args, 1.0)
-            for policy, (main_scenario, extra) in PLAN.items():
-                for scenario in ["lone", main_scenario]:
-                    mine = measure(mount, policy, scenario, "emu", args.duration)
-                    fifo = measure(mount, "fifo", scenario, "emu", args.duration)
-                    paired[(policy, scenario)] = sum(mine.values()) / sum(fifo.values())
-                for scenario in extra:
-                    measure(mount, policy, scenario, "emu", args.duration)
+            for round_no in range(args.rounds):
+                for policy, (main_scenario, extra) in PLAN.items():
+                    for scenario in ["lone", main_scenario]:
+                        # the pair's order alternates by round: neither side always goes first
+                        first, second = (policy, "fifo") if round_no % 2 == 0 else ("fifo", policy)
+                        a = measure(mount, first, scenario, "emu", args.duration)
+                        b = measure(mount, second, scenario, "emu", args.duration)
+                        mine, fifo = (a, b) if first == policy else (b, a)
+                        paired.setdefault((policy, scenario), []).append(
+                            sum(mine.values()) / sum(fifo.values())
+                        )
+                    for scenario in extra:
+                        measure(mount, policy, scenario, "emu", args.duration)
         finally:
             mount.stop()
         # 2. no emulation: tmpfs, CPU-bound; each policy next to fifo, then the native directory
@@ -418,44 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    figures: dict[str, float] = {}
-    checks: dict[str, bool] = {}
-    size = rates[("size-fair", "size", "emu")][0]
-    figures["size_fair_ratio"] = size["204"] / size["201"]
-    checks["size_fair_1to4"] = within(figures["size_fair_ratio"], 4.0)
-    sread = rates[("size-fair", "size-read", "emu")][0]
-    figures["size_fair_read_ratio"] = sread["204"] / sread["201"]
-    checks["size_fair_read_1to4"] = within(figures["size_fair_read_ratio"], 4.0)
-    job = rates[("job-fair", "size", "emu")][0]
-    figures["job_fair_ratio"] = job["204"] / job["201"]
-    checks["job_fair_1to1"] = within(figures["job_fair_ratio"], 1.0)
-    uf = rates[("user-fair", "users", "emu")][0]
-    figures["user_fair_user_ratio"] = (uf["311"] + uf["314"]) / uf["321"]
-    checks["user_fair_1to1"] = within(figures["user_fair_user_ratio"], 1.0)
-    ut = rates[("user-then-size-fair", "users", "emu")][0]
-    figures["utsf_user_ratio"] = (ut["311"] + ut["314"]) / ut["321"]
-    figures["utsf_size_ratio"] = ut["314"] / ut["311"]
-    checks["utsf_users_1to1"] = within(figures["utsf_user_ratio"], 1.0)
-    checks["utsf_size_1to4"] = within(figures["utsf_size_ratio"], 4.0)
-    gu = rates[("group-user-size-fair", "groups", "emu")][0]
-    figures["gus_group_ratio"] = (gu["411"] + gu["422"]) / gu["431"]
-    figures["gus_user_ratio"] = gu["422"] / gu["411"]
-    checks["gus_groups_1to1"] = within(figures["gus_group_ratio"], 1.0)
-    checks["gus_users_1to1"] = within(figures["gus_user_ratio"], 1.0)
-    fifo_size = rates[("fifo", "size", "emu")][0]
-    figures["fifo_size_ratio"] = fifo_size["204"] / fifo_size["201"]
-    for policy, (main_scenario, _) in PLAN.items():
-        key = policy.replace("-", "_")
-        for phase in ("emu", "cpu"):
-            if phase == "emu":
-                lone, agg = paired[(policy, "lone")], paired[(policy, main_scenario)]
-            else:
-                lone = total((policy, "lone", phase)) / total(("fifo", "lone", phase))
-                agg = total((policy, "size", phase)) / total(("fifo", "size", phase))
-            figures[f"lone_{key}_{phase}_vs_fifo"] = lone
-            checks[f"lone_{key}_{phase}"] = lone >= 0.9
-            figures[f"aggregate_{key}_{phase}_vs_fifo"] = agg
-            checks[f"aggregate_{key}_{phase}"] = agg >= 0.9
+    figures, checks = sharing_figures(rates, paired, args.rounds)
     for policy in ["fifo", *PLAN]:
         figures[f"gate_us_{policy.replace('-', '_')}"] = gate_cost_us(policy)
     figures["proxy_vs_native"] = proxy / sum(native.values())
@@ -474,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     fields = " ".join(f"{k}={v:.3f}" for k, v in figures.items())
     print(
         f"RESULT {fields} checks_met={len(checks) - len(failed)} checks_total={len(checks)} "
-        f"dispatcher={args.dispatcher} duration_s={args.duration:g}"
+        f"dispatcher={args.dispatcher} duration_s={args.duration:g} rounds={args.rounds}"
     )
     return 0
 

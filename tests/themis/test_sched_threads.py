@@ -126,6 +126,18 @@ def test_rate_caps_hold_back_threads_too():
     assert "a" in disp.take_held()
 
 
+def test_an_earlier_release_wakes_the_timekeeper():
+    """The timekeeper sleeps until the next release of a held job and is woken only when that
+    time moves earlier, not at every request: a job held after it, due sooner, must still be
+    released on time."""
+    disp = RateCapDispatcher(make_dispatcher("lottery"), burst_s=0.01)
+    s = Scheduler("job-fair", disp, max_inflight=2)
+    disp.set_rates({"a": 2e3, "b": 2e6}, time.monotonic())  # a: 2 s after a 4-KiB chunk
+    a, b = run(s, 2, seconds=0.5)
+    assert a < 10
+    assert 150 < b < 300  # 2 MB/s: about 244 chunks of 4 KiB in 0.5 s
+
+
 class _Api(ctypes.Structure):
     """core_api.h's themis_core_api, as another extension sees it."""
 

@@ -169,6 +169,7 @@ struct ts_core {
     int nwaiters, shared; /* shared: C threads have called acquire() */
     waiter *waiters;
     waiter *timekeeper; /* the one waiter that sleeps until the throttle's wake-up time */
+    double tk_until; /* the timekeeper's alarm (monotonic seconds) */
     /* the achieved-share window: (job, serial, nbytes) */
     int64_t wsize, wlen, whead;
     int32_t *wjob;
@@ -365,15 +366,22 @@ static int64_t dispatch_one(ts_core *c, double now) {
     return id;
 }
 
+static double disp_wakeup(ts_core *c, double now);
+
 /* Dispatch everything that may run now for the C waiters; Python chunks go to `ready`.  When a
- * throttling dispatcher holds work back, one waiter (the timekeeper, else the first) is woken
- * to sleep until the wake-up time, which may now be earlier. */
+ * throttling dispatcher holds work back, the timekeeper is woken only if the wake-up time is
+ * now earlier than its alarm (a wake-up per request would cost the CPU the throttled jobs
+ * leave to the others); with no timekeeper, the first waiter is woken to become one. */
 static int pump(ts_core *c, double now) {
     while (c->inflight < c->max_inflight && c->queued) {
         int64_t id = dispatch_one(c, now);
         if (id == -1) {
-            if (c->waiters && (c->capped || c->kind == D_TBF || c->kind == D_GIFT))
-                pthread_cond_signal(c->timekeeper ? &c->timekeeper->cv : &c->waiters->cv);
+            if (c->waiters && (c->capped || c->kind == D_TBF || c->kind == D_GIFT)) {
+                if (!c->timekeeper)
+                    pthread_cond_signal(&c->waiters->cv);
+                else if (disp_wakeup(c, now) < c->tk_until) /* false when NAN */
+                    pthread_cond_signal(&c->timekeeper->cv);
+            }
             break;
         }
         if (id == -2) return -1;
@@ -470,6 +478,7 @@ static int64_t api_acquire(ts_core *c, int32_t h, uint64_t nbytes) {
                 ts.tv_nsec -= 1000000000L;
             }
             c->timekeeper = &w;
+            c->tk_until = wake;
             pthread_cond_timedwait(&w.cv, &c->mu, &ts);
             if (!w.ready && pump(c, mono())) rc = -ENOMEM;
         }

@@ -22,10 +22,12 @@ emulation. Each figure comes from this run; run-to-run spread on this machine is
 (docs/themis.md).
 
 With ``--no-emulation`` the sharing scenarios run on bare tmpfs too (the compiled data path
-and scheduler core must then be fair while the CPU is the bottleneck).
+and scheduler core must then be fair while the CPU is the bottleneck). There one pair of runs
+spreads by about 15 %, so they run in ``--rounds`` (3), each policy next to fifo in an order
+that alternates by round, and every figure is the median over the rounds.
 
     .venv/bin/python bench/themis_fairness.py [--duration 6] [--bandwidth 200e6] [--quick]
-        [--no-emulation]
+        [--no-emulation] [--rounds 3]
 """
 
 from __future__ import annotations

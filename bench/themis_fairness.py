@@ -355,6 +355,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 Rates = dict[tuple[str, str, str], list[dict[str, float]]]
 
 
+def median_total(rates: Rates, key: tuple[str, str, str]) -> float:
+    """The median over one case's runs of the bytes/s of all its jobs together."""
+    return statistics.median(sum(r.values()) for r in rates[key])
+
+
 def sharing_figures(
     rates: Rates, paired: dict[tuple[str, str], list[float]], rounds: int
 ) -> tuple[dict[str, float], dict[str, bool]]:
@@ -362,7 +367,7 @@ def sharing_figures(
     ((policy, scenario, phase) -> per-job bytes/s of each run) and the paired ratios."""
 
     def total(key: tuple[str, str, str]) -> float:
-        return statistics.median(sum(r.values()) for r in rates[key])
+        return median_total(rates, key)
 
     figures: dict[str, float] = {}
     checks: dict[str, bool] = {}
@@ -448,9 +453,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{step:2d}/{steps}] {phase} {policy:21s} {scenario:10s} MiB/s: {jobs}", flush=True)
         return r
 
-    def total(key: tuple[str, str, str]) -> float:
-        return statistics.median(sum(r.values()) for r in rates[key])
-
     try:
         # 1. an emulated bandwidth-bound device: sharing, and each policy next to fifo
         mount = Mount(backing, mnt, args, 0.0 if args.no_emulation else args.bandwidth)
@@ -494,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         finally:
             mount.stop()
-        proxy = total(("fifo", "lone", "proxy"))
+        proxy = median_total(rates, ("fifo", "lone", "proxy"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

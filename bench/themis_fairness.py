@@ -19,7 +19,9 @@ bandwidth-bound burst buffer. Throughput ratios against ``fifo`` are measured tw
 emulated device (the scheduler must stay work-conserving) and without it (CPU-bound: the
 scheduler's own cost). The proxy against the native tmpfs directory is measured without
 emulation. Each figure comes from this run; run-to-run spread on this machine is large
-(docs/themis.md).
+(docs/themis.md). Every figure against fifo, in both phases, is the median over the rounds
+of a run's throughput over that of the fifo run right next to it (the pair's order
+alternating by round), so drifts over minutes cancel.
 
 With ``--no-emulation`` the sharing scenarios run on bare tmpfs too (the compiled data path
 and scheduler core must then be fair while the CPU is the bottleneck). There one pair of runs
@@ -315,7 +317,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--cpu-rounds",
         type=int,
         default=3,
-        help="repetitions of each policy without emulation (medians are used)",
+        help="rounds without emulation, each policy next to fifo (median of the ratios)",
     )
     p.add_argument(
         "--rounds",
@@ -361,14 +363,11 @@ def median_total(rates: Rates, key: tuple[str, str, str]) -> float:
 
 
 def sharing_figures(
-    rates: Rates, paired: dict[tuple[str, str], list[float]], rounds: int
+    rates: Rates, paired: dict[tuple[str, str, str], list[float]]
 ) -> tuple[dict[str, float], dict[str, bool]]:
     """The shares and the throughput against fifo, with their checks, from the runs' rates
-    ((policy, scenario, phase) -> per-job bytes/s of each run) and the paired ratios."""
-
-    def total(key: tuple[str, str, str]) -> float:
-        return median_total(rates, key)
-
+    ((policy, scenario, phase) -> per-job bytes/s of each run) and the ratios of each run
+    to the fifo run next to it (the median over the rounds)."""
     figures: dict[str, float] = {}
     checks: dict[str, bool] = {}
 
@@ -398,20 +397,16 @@ def sharing_figures(
     figures["fifo_size_ratio"] = shares("fifo", "size", ("204",), ("201",))
     for policy, (main_scenario, _) in PLAN.items():
         key = policy.replace("-", "_")
-        for phase in ("emu", "cpu"):
-            if phase == "emu":
-                lone = statistics.median(paired[(policy, "lone")])
-                agg = statistics.median(paired[(policy, main_scenario)])
-                if rounds > 1:
-                    print(
-                        f"{policy:21s} vs fifo, each round: lone "
-                        + " ".join(f"{x:.2f}" for x in paired[(policy, "lone")])
-                        + f"; {main_scenario} "
-                        + " ".join(f"{x:.2f}" for x in paired[(policy, main_scenario)])
-                    )
-            else:
-                lone = total((policy, "lone", phase)) / total(("fifo", "lone", phase))
-                agg = total((policy, "size", phase)) / total(("fifo", "size", phase))
+        for phase, scenario in (("emu", main_scenario), ("cpu", "size")):
+            lone = statistics.median(paired[(policy, "lone", phase)])
+            agg = statistics.median(paired[(policy, scenario, phase)])
+            if len(paired[(policy, "lone", phase)]) > 1:
+                print(
+                    f"{policy:21s} {phase} vs fifo, each round: lone "
+                    + " ".join(f"{x:.2f}" for x in paired[(policy, "lone", phase)])
+                    + f"; {scenario} "
+                    + " ".join(f"{x:.2f}" for x in paired[(policy, scenario, phase)])
+                )
             figures[f"lone_{key}_{phase}_vs_fifo"] = lone
             checks[f"lone_{key}_{phase}"] = lone >= 0.9
             figures[f"aggregate_{key}_{phase}_vs_fifo"] = agg
@@ -434,11 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     mnt.mkdir()
     # (policy, scenario, phase) -> per-job bytes/s of each repetition
     rates: Rates = {}
-    steps = (4 * len(PLAN) + 1) * args.rounds + 2 * (len(PLAN) + 1) * args.cpu_rounds + 3
+    steps = (4 * len(PLAN) + 1) * args.rounds + 4 * len(PLAN) * args.cpu_rounds + 3
     step = 0
 
-    # (policy, scenario) -> total / adjacent fifo's, one per round
-    paired: dict[tuple[str, str], list[float]] = {}
+    # (policy, scenario, phase) -> total / adjacent fifo's, one per round
+    paired: dict[tuple[str, str, str], list[float]] = {}
 
     def measure(
         mount: Mount, policy: str, scenario: str, phase: str, seconds: float
@@ -453,6 +448,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{step:2d}/{steps}] {phase} {policy:21s} {scenario:10s} MiB/s: {jobs}", flush=True)
         return r
 
+    def next_to_fifo(
+        mount: Mount, policy: str, scenario: str, phase: str, seconds: float, round_no: int
+    ) -> None:
+        """One run of ``policy`` right next to one of fifo, the pair's order alternating by
+        round (neither side always goes first); their ratio goes to ``paired``."""
+        first, second = (policy, "fifo") if round_no % 2 == 0 else ("fifo", policy)
+        a = measure(mount, first, scenario, phase, seconds)
+        b = measure(mount, second, scenario, phase, seconds)
+        mine, fifo = (a, b) if first == policy else (b, a)
+        paired.setdefault((policy, scenario, phase), []).append(
+            sum(mine.values()) / sum(fifo.values())
+        )
+
     try:
         # 1. an emulated bandwidth-bound device: sharing, and each policy next to fifo
         mount = Mount(backing, mnt, args, 0.0 if args.no_emulation else args.bandwidth)
@@ -461,14 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_no in range(args.rounds):
                 for policy, (main_scenario, extra) in PLAN.items():
                     for scenario in ["lone", main_scenario]:
-                        # the pair's order alternates by round: neither side always goes first
-                        first, second = (policy, "fifo") if round_no % 2 == 0 else ("fifo", policy)
-                        a = measure(mount, first, scenario, "emu", args.duration)
-                        b = measure(mount, second, scenario, "emu", args.duration)
-                        mine, fifo = (a, b) if first == policy else (b, a)
-                        paired.setdefault((policy, scenario), []).append(
-                            sum(mine.values()) / sum(fifo.values())
-                        )
+                        next_to_fifo(mount, policy, scenario, "emu", args.duration, round_no)
                     for scenario in extra:
                         measure(mount, policy, scenario, "emu", args.duration)
         finally:
@@ -476,10 +477,10 @@ def main(argv: list[str] | None = None) -> int:
         # 2. no emulation: tmpfs, CPU-bound; each policy next to fifo, then the native directory
         mount = Mount(backing, mnt, args, 0.0)
         try:
-            for _ in range(args.cpu_rounds):  # round robin: load drifts hit every policy
-                for policy in ["fifo", *PLAN]:
+            for round_no in range(args.cpu_rounds):
+                for policy in PLAN:
                     for scenario in ("lone", "size"):
-                        measure(mount, policy, scenario, "cpu", args.cpu_duration)
+                        next_to_fifo(mount, policy, scenario, "cpu", args.cpu_duration, round_no)
             native = run_jobs(
                 backing / "native", SCENARIOS["lone"], "write", args, args.cpu_duration
             )
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    figures, checks = sharing_figures(rates, paired, args.rounds)
+    figures, checks = sharing_figures(rates, paired)
     for policy in ["fifo", *PLAN]:
         figures[f"gate_us_{policy.replace('-', '_')}"] = gate_cost_us(policy)
     figures["proxy_vs_native"] = proxy / sum(native.values())

@@ -8,7 +8,8 @@ even where every policy costs what fifo does. This script reads the saved output
 several runs of the same command and code, pools their per-round ratios per cell, and
 prints each cell's median with a bootstrap 95 % interval (rounds resampled, seed 0), the
 share of rounds under 0.9, and, for fio, the chance that one run of that many rounds meets
-the line in every cell (its rounds drawn from the pool).
+the line in every cell (its rounds drawn from the pool). ``--plot PNG`` draws each cell's
+median and interval against the line.
 
 It reads the lines the benchmarks print:
 
@@ -17,7 +18,7 @@ It reads the lines the benchmarks print:
 - fairness: ``POLICY [PHASE] vs fifo, each round: lone R R R; SCENARIO R R R`` (outputs
   before the CPU phase was paired name no phase: theirs are the sharing phase, ``emu``).
 
-    .venv/bin/python bench/themis_pooled.py OUTPUT.txt [OUTPUT.txt ...] [--line 0.9]
+    .venv/bin/python bench/themis_pooled.py OUTPUT.txt [OUTPUT.txt ...] [--line 0.9] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -97,10 +98,35 @@ def chance_all_met(
     return met / BOOT
 
 
+def plot(rows: list[tuple[str, float, float, float]], line: float, title: str, out: Path) -> None:
+    """Each cell's median and 95 % interval (``rows``: label, median, low, high) against
+    ``line``, written to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 0.25 * len(rows) + 1.2), dpi=90)
+    ys = list(range(len(rows)))[::-1]
+    meds = [r[1] for r in rows]
+    errs = [[r[1] - r[2] for r in rows], [r[3] - r[1] for r in rows]]
+    ax.errorbar(meds, ys, xerr=errs, fmt="o", ms=3, capsize=2, color="tab:blue")
+    ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"target {line}x fifo")
+    ax.axvline(1.0, color="grey", lw=0.5)
+    ax.set_yticks(ys, [r[0] for r in rows], fontsize=7)
+    ax.set_xlabel("x fifo (median of the pooled rounds, 95 % interval)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out)
+    print(f"plot: {out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("outputs", nargs="+", type=Path, help="saved outputs of one benchmark")
     p.add_argument("--line", type=float, default=0.9, help="the target against fifo (0.9)")
+    p.add_argument("--plot", type=Path, help="draw each cell's median and interval here (PNG)")
     args = p.parse_args(argv)
     fio_rounds: list[dict[Cell, float]] = []
     cells: dict[Cell, list[float]] = defaultdict(list)
@@ -127,9 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| row | column | rounds | median x fifo | 95 % interval | rounds < {args.line} |")
     print("|---|---|---:|---:|---|---:|")
     lows, meds = [], []
+    drawn: list[tuple[str, float, float, float]] = []
     for (row, col), values in sorted(cells.items()):
         med = statistics.median(values)
         lo, hi = interval(values, rng)
+        drawn.append((f"{row.removeprefix('themis ')}, {col}", med, lo, hi))
         under = sum(v < args.line for v in values) / len(values)
         lows.append(lo)
         meds.append(med)
@@ -145,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             f"chance that one run of {per_run} rounds meets {args.line} in every cell: {p_met:.2f}"
         )
         fields += f" p_one_run_all_met={p_met:.2f}"
+    if args.plot:
+        title = f"{sum(runs_per_file)} rounds from {len(args.outputs)} runs"
+        plot(drawn, args.line, title, args.plot)
     met = "met" if min(meds) >= args.line else "missed"
     print(f"RESULT {fields} line={args.line} target={met}")
     return 0

@@ -5,7 +5,7 @@ ones on the last third, over several runtime jitters.
 One command per trace::
 
     .venv/bin/python bench/sim_twin.py ../shared/traces/ls6-a100.log [--seeds 3]
-        [--jitter 0.02] [--plot cdf.png]
+        [--jitter 0.02] [--plot cdf.png] [--recent 0.5]
 
 The profile is fitted by ``sim.profile.fit`` (coordinate descent on the fit part's error;
 nothing of the last third is used but the recorded schedule's use, from which the
@@ -66,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--jitter", type=float, default=0.02, help="run-time jitter (relative sd)")
     p.add_argument("--plot", type=Path, help="held-out wait CDFs, .png")
+    p.add_argument(
+        "--recent",
+        type=float,
+        metavar="SHARE",
+        help="fit judged on the last SHARE of the fit period only (hpcsim fit --recent)",
+    )
     p.add_argument("--store-dir", type=Path, help="also store the fitted profile there")
     args = p.parse_args(argv)
     out = Console(width=110)
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     _, held, cut = split(trace)
     rec = (trace.recorded_start - trace.submit)[held]
     with out.status("fitting the site profile on the first two thirds") as status:
-        prof = fit(trace, progress=lambda s: status.update(f"fit: {s}"))
+        prof = fit(trace, recent=args.recent, progress=lambda s: status.update(f"fit: {s}"))
     out.print(f"profile: {prof.describe()} (fit loss {min(s['loss'] for s in prof.steps):.3f})")  # type: ignore[type-var]
     if args.store_dir:
         out.print(f"profile stored in {store(prof, args.trace, args.store_dir)}")

@@ -34,6 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=FIT_JITTERS,
         help=f"replays per setting, run times jittered (default {FIT_JITTERS}; 1: exact)",
     )
+    p.add_argument(
+        "--recent",
+        type=float,
+        help="judge the settings on the last SHARE of the fit period only (e.g. 0.5: a site "
+        "that drifts; the whole log is still replayed)",
+        metavar="SHARE",
+    )
     p.add_argument("--store-dir", type=Path, help="store the profile in this folder")
     p.add_argument("--no-store", action="store_true", help="print the profile only")
     return p
@@ -53,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 trace,
                 fraction=args.fraction,
                 jitters=max(args.jitters, 1),
+                recent=args.recent,
                 progress=lambda s: status.update(s),
             )
     except (TraceError, ConfigError, ProfileError) as e:

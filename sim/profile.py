@@ -549,15 +549,25 @@ def priority_fit(trace: Trace, mask: np.ndarray, units: int) -> dict[str, float]
 # ------------------------------------------------------------------ the fit
 
 
-def split(trace: Trace, fraction: float = FIT_FRACTION) -> tuple[np.ndarray, np.ndarray, float]:
+def split(
+    trace: Trace, fraction: float = FIT_FRACTION, recent: float | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """(fit jobs, held-out jobs, the cut): jobs with a recorded start submitted after the
-    warm-up and before ``fraction`` of the span, and those after it."""
+    warm-up and before ``fraction`` of the span, and those after it. With ``recent``, the
+    fit jobs are only those of the last ``recent`` share of that period (a site drifts: the
+    settings are judged on the days nearest to the ones they will replay)."""
     known = np.isfinite(trace.recorded_start)
     if known.sum() < 20:
         raise ProfileError(f"{trace.source}: too few recorded starts to fit ({known.sum()})")
     t0, t1 = float(trace.submit[0]), float(trace.submit[-1])
     cut = t0 + fraction * (t1 - t0)
     since = float(np.nanmin(trace.recorded_start)) + WARMUP * (t1 - t0)
+    if recent is not None:
+        if not 0 < recent <= 1:
+            raise ProfileError(
+                f"recent: the share of the fit period must be in (0, 1], got {recent}"
+            )
+        since = max(since, cut - recent * (cut - since))
     fit = known & (trace.submit >= since) & (trace.submit < cut)
     held = known & (trace.submit >= cut)
     return fit, held, cut
@@ -606,10 +616,13 @@ def loss(f: Fidelity) -> float:
     )
 
 
-def starting_profile(trace: Trace, fraction: float = FIT_FRACTION) -> SiteProfile:
+def starting_profile(
+    trace: Trace, fraction: float = FIT_FRACTION, recent: float | None = None
+) -> SiteProfile:
     """A profile of ``trace`` with nothing inferred but its size: FIFO, no limits, the whole
-    cluster all the time, ``batch_sched_delay=3``; fitted on the first ``fraction``."""
-    fit_mask, _, cut = split(trace, fraction)
+    cluster all the time, ``batch_sched_delay=3``; fitted on the first ``fraction`` (its
+    last ``recent`` share)."""
+    fit_mask, _, cut = split(trace, fraction, recent)
     units, peak = cluster_size(trace)
     return SiteProfile(
         trace=trace.source,
@@ -639,6 +652,7 @@ def fit(
     *,
     fraction: float = FIT_FRACTION,
     jitters: int = FIT_JITTERS,
+    recent: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SiteProfile:
     """Fit a site profile on the first ``fraction`` of the trace (the pools where the log
@@ -648,9 +662,11 @@ def fit(
     jitter when 1): near saturation one replay is chaotic. Where the fit part records
     priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
     and stays so; elsewhere it is chosen by the loss among ``PRIORITY_SETTINGS``, first
-    jointly with the availability window."""
-    fit_mask, _, cut = split(trace, fraction)
-    prof = starting_profile(trace, fraction)
+    jointly with the availability window. With ``recent``, the loss and the priority fit
+    judge only the jobs of the last ``recent`` share of the fit period (:func:`split`); the
+    whole log is still replayed, and the limits still come from the whole fit period."""
+    fit_mask, _, cut = split(trace, fraction, recent)
+    prof = starting_profile(trace, fraction, recent)
     units = prof.units
     lims = limit_candidates(trace, trace.submit < cut, units)
     rec = trace.recorded_start - trace.submit

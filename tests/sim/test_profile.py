@@ -97,6 +97,43 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     assert load(trace) is None
 
 
+def test_a_recent_fit_judges_only_the_last_share_of_the_fit_period(tmp_path):
+    """``recent``: the fit's loss and priority fit judge the jobs of the fit period's last
+    share only; the limits still come from the whole period, and the replay covers the log."""
+    from sim.profile import ProfileError
+
+    trace = recorded_log(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
+    whole, held, cut = split(trace)
+    half, held2, cut2 = split(trace, recent=0.5)
+    assert cut2 == cut and np.array_equal(held, held2)
+    later = trace.submit[half].min()  # the last jobs of the fit period, all of them
+    assert np.array_equal(half, whole & (trace.submit >= later))
+    assert 0.3 < half.sum() / whole.sum() < 0.7  # an even workload: about half the jobs
+    for bad in (0.0, 1.5, -0.2):
+        with pytest.raises(ProfileError, match="recent"):
+            split(trace, recent=bad)
+    trace.source = str(tmp_path / "log.swf")
+    trace.digest = "ef" * 32
+    prof = fit(trace, jitters=1, recent=0.5)
+    assert prof.fit_from_s == pytest.approx(trace.submit[half].min())
+    assert prof.limits == "MaxJobsPerUser=3 MaxTRESPerUser=node=8"
+    assert prof.fit["spearman"] > 0.9
+
+
+def test_fit_cli_refuses_a_bad_recent_share(tmp_path):
+    import io
+    from contextlib import redirect_stderr
+
+    from sim.fit_cli import main as fit_main
+    from tests.sim.recorded import write_recorded
+
+    path = write_recorded(tmp_path / "rec.swf", units=24)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        rc = fit_main([str(path), "--recent", "0", "--no-store"])
+    assert rc == 2 and "recent" in err.getvalue()
+
+
 def test_a_bad_profile_is_refused():
     with pytest.raises(ValueError, match="schema"):
         SiteProfile.from_json('{"schema": 99}')

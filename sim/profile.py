@@ -567,7 +567,7 @@ def split(
             raise ProfileError(
                 f"recent: the share of the fit period must be in (0, 1], got {recent}"
             )
-        since = max(since, cut - recent * (cut - since))
+        since = cut - recent * (cut - since)
     fit = known & (trace.submit >= since) & (trace.submit < cut)
     held = known & (trace.submit >= cut)
     return fit, held, cut

@@ -236,3 +236,60 @@ def with_outages(
     level = np.where(shut, 0, base)
     keep = np.r_[True, level[1:] != level[:-1]]
     return Availability(tuple(float(t) for t in points[keep]), tuple(int(u) for u in level[keep]))
+
+
+def background(
+    runtimes: np.ndarray,
+    total: int,
+    share: float,
+    span: tuple[float, float],
+    *,
+    seed: int = 0,
+    step: float = 900.0,
+    concurrent: int = 64,
+) -> Availability:
+    """``total`` units less a hidden load: the nodes queues the log does not list hold, as a
+    stationary stream of jobs whose run times are drawn from ``runtimes`` (the log's own),
+    arriving at random (Poisson) over ``span`` so that they hold ``share`` of the cluster on
+    average. Each job holds one unit, or more where that keeps about ``concurrent`` of them
+    running at once (a large cluster); their use is taken at each ``step`` (seconds), and
+    after the span the whole cluster is available. Seeded: one ``seed``, one timeline."""
+    if not 0 < share < 1:
+        raise ValueError(f"hidden load: share must be in (0, 1), got {share}")
+    pool = np.asarray(runtimes, float)
+    pool = pool[np.isfinite(pool) & (pool > 0)]
+    t0, t1 = span
+    if not pool.size or not t1 > t0:
+        return Availability((), ())
+    held = share * total
+    size = max(1, round(held / concurrent))
+    rng = np.random.default_rng([seed, 0x4D15])
+    jobs = int(rng.poisson(held / size * (t1 - t0) / float(pool.mean())))
+    start = rng.uniform(t0, t1, jobs)
+    end = start + pool[rng.integers(0, pool.size, jobs)]
+    n = int(math.ceil((t1 - t0) / step)) + 1
+    d = np.zeros(n + 1, np.int64)
+    np.add.at(d, np.minimum(((start - t0) // step).astype(np.int64) + 1, n), size)
+    np.add.at(d, np.minimum(((end - t0) // step).astype(np.int64) + 1, n), -size)
+    avail = np.maximum(total - np.cumsum(d)[:n], 0)
+    change = np.r_[True, avail[1:] != avail[:-1]]
+    times = (t0 + step * np.flatnonzero(change)).tolist() + [t0 + step * n]
+    units = avail[change].tolist() + [total]
+    return Availability(tuple(float(x) for x in times), tuple(int(u) for u in units))
+
+
+def lowest(a: Availability | None, b: Availability, total: int) -> Availability:
+    """The fewer units of two timelines at each moment (``a`` None: the whole cluster)."""
+    if a is None or not a.times:
+        return b
+    if not b.times:
+        return a
+    times = np.unique(np.r_[a.times, b.times])
+
+    def level(x: Availability) -> np.ndarray:
+        at = np.searchsorted(np.asarray(x.times), times, side="right") - 1
+        return np.where(at >= 0, np.asarray(x.units, np.int64)[np.maximum(at, 0)], total)
+
+    both = np.minimum(level(a), level(b))
+    keep = np.r_[True, both[1:] != both[:-1]]
+    return Availability(tuple(float(t) for t in times[keep]), tuple(int(u) for u in both[keep]))

@@ -43,9 +43,7 @@ import numpy as np
 
 from sim.availability import (
     Availability,
-    background,
     fitted,
-    lowest,
     outage_windows,
     recorded_usage,
     with_outages,
@@ -103,9 +101,6 @@ CLAMPS: tuple[tuple[float, float] | None, ...] = (
 #: outages: None, or the shortest stretch without a recorded start, while a job that would
 #: have fit waited, taken as a window in which nothing could start (availability.outage_windows)
 OUTAGES: tuple[float | None, ...] = (None, 2 * 3600.0, 6 * 3600.0)
-#: a hidden load: None, or the share of the cluster that queues the log does not list hold
-#: on average, as a stationary stream of jobs with the log's run times (availability.background)
-HIDDEN: tuple[float | None, ...] = (None, 0.025, 0.05, 0.1)
 
 
 #: partition names a profile's slurm.conf can hold; a log naming others is fitted on one pool
@@ -156,9 +151,6 @@ class SiteProfile:
     #: an OUTAGES entry: stretches of at least this many seconds without a recorded start
     #: while a job that would have fit waited are windows in which nothing may start
     outage_s: float | None = None
-    #: a HIDDEN entry: the share of the cluster a stationary hidden load holds on average
-    #: (queues the log does not list; :func:`~sim.availability.background`); one pool only
-    hidden: float | None = None
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -212,16 +204,16 @@ class SiteProfile:
         )
 
     def availability(
-        self, trace: Trace, total_units: int | None = None, *, load_seed: int = 0
+        self, trace: Trace, total_units: int | None = None
     ) -> Availability | dict[str, Availability] | None:
         """The availability timeline fitted to ``trace``'s recorded schedule (with pools,
-        one per pool, fitted to its partition's jobs), less the hidden load drawn with
-        ``load_seed``; for a cluster of ``total_units`` other than the profile's, scaled to
-        it (the same share of the cluster available at each moment)."""
-        if self.window_s is None and self.outage_s is None and self.hidden is None:
+        one per pool, fitted to its partition's jobs); for a cluster of ``total_units``
+        other than the profile's, scaled to it (the same share of the cluster available at
+        each moment)."""
+        if self.window_s is None and self.outage_s is None:
             return None
         if not self.pools:
-            return self._fitted(trace, self.units, total_units or self.units, load_seed)
+            return self._fitted(trace, self.units, total_units or self.units)
         names = partition_names(trace)
         sizes = scale_pools(self.pools, total_units or self.units, self.nested)
         parents = set(self.nested.values())
@@ -231,7 +223,7 @@ class SiteProfile:
             if name not in self.nested and name not in parents
         }
 
-    def _fitted(self, trace: Trace, units: int, scaled_to: int, load_seed: int = 0) -> Availability:
+    def _fitted(self, trace: Trace, units: int, scaled_to: int) -> Availability:
         """The timeline of a pool of ``units`` whose jobs are ``trace``'s, scaled to
         ``scaled_to`` units."""
         use = recorded_usage(trace)
@@ -253,20 +245,8 @@ class SiteProfile:
         if self.outage_s is not None:
             windows = outage_windows(trace, units, self.outage_s, avail)
             avail = with_outages(avail, windows, units)
-        if self.hidden is not None:
-            avail = lowest(avail, self._hidden_load(trace, units, load_seed), units)
         assert avail is not None
         return avail if scaled_to == units else avail.scaled(scaled_to / units, scaled_to)
-
-    def _hidden_load(self, trace: Trace, units: int, seed: int) -> Availability:
-        """The hidden load over the log's span: run times from the fit period's jobs."""
-        assert self.hidden is not None
-        fitted_on = trace.runtime[trace.submit < self.fit_until_s]
-        known = trace.recorded_start[np.isfinite(trace.recorded_start)]
-        if not known.size:
-            return Availability((), ())
-        end = float(trace.submit[-1]) + float(np.max(trace.runtime, initial=0.0))
-        return background(fitted_on, units, self.hidden, (float(known.min()), end), seed=seed)
 
     def simulator(
         self,
@@ -275,12 +255,10 @@ class SiteProfile:
         run: Trace | None = None,
         total_units: int | None = None,
         seed: int = 0,
-        load_seed: int = 0,
     ) -> Any:
         """A :class:`~sim.engine.Simulator` of ``run`` (default ``trace``, whose recorded
         schedule gives the availability timeline) in this profile's world; ``total_units``
-        other than the profile's size scales the timeline with it (:meth:`availability`);
-        ``load_seed`` draws the hidden load."""
+        other than the profile's size scales the timeline with it (:meth:`availability`)."""
         from sim.engine import Simulator
 
         return Simulator(
@@ -289,7 +267,7 @@ class SiteProfile:
             total_units=total_units or self.units,
             seed=seed,
             limits=self.qos(),
-            availability=self.availability(trace, total_units, load_seed=load_seed),
+            availability=self.availability(trace, total_units),
         )
 
     def describe(self) -> str:
@@ -300,8 +278,6 @@ class SiteProfile:
             )
         if self.outage_s is not None:
             win += f", outages after {self.outage_s / 3600:g} h without a start"
-        if self.hidden is not None:
-            win += f", a hidden load of {100 * self.hidden:g} %"
         prio = self.priority
         if self.priority in self.priority_spearman:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
@@ -363,11 +339,6 @@ class SiteProfile:
             raise ValueError(
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
-        hidden = d.get("hidden")
-        if hidden is not None and (not isinstance(hidden, int | float) or not 0 < hidden < 1):
-            raise ValueError(f"hidden: a share in (0, 1) or null expected, not {hidden!r}")
-        if hidden is not None and pools:
-            raise ValueError("hidden: a hidden load is fitted on one pool only, not with pools")
         return cls(**d, path=path)
 
 
@@ -610,8 +581,7 @@ def replay_waits(
     seed: int = 0,
 ) -> np.ndarray:
     """Each trace job's simulated wait (s) under ``profile`` (NaN: never started); with
-    ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded); ``seed`` also draws the
-    hidden load."""
+    ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded)."""
     from dataclasses import replace
 
     run = trace
@@ -619,7 +589,7 @@ def replay_waits(
         rng = np.random.default_rng(seed)
         scale = np.clip(1 + jitter * rng.standard_normal(len(trace)), 0.5, 1.5)
         run = replace(trace, runtime=np.round(trace.runtime * scale))
-    return simulated_waits(profile.simulator(trace, run=run, load_seed=seed), len(trace))
+    return simulated_waits(profile.simulator(trace, run=run), len(trace))
 
 
 def simulated_waits(sim: Any, jobs: int) -> np.ndarray:
@@ -707,16 +677,7 @@ def fit(
 
     def score(p: SiteProfile) -> float:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
-        key = (
-            p.priority,
-            p.batch_sched_delay,
-            p.window_s,
-            p.clamp,
-            p.limits,
-            p.outage_s,
-            p.hidden,
-            pools,
-        )
+        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, p.outage_s, pools)
         if key not in scores:
             runs = [
                 fidelity(
@@ -743,8 +704,6 @@ def fit(
         ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
     ]
-    if len(pool_options) == 1:  # a hidden load is fitted on one pool only
-        axes.append(("hidden", list(HIDDEN)))
     if ranked:  # the recorded Priority column chose it
         axes = [a for a in axes if a[0] != "priority"]
 
@@ -765,8 +724,6 @@ def fit(
     if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
         pairs.append(("pools", pool_options, "priority", priorities))
     outage_pair: Pair = ("outage_s", list(OUTAGES), "window_s", list(WINDOWS))
-    if len(pool_options) == 1:  # a hidden load and the window both bound what may run
-        pairs.insert(1, ("hidden", list(HIDDEN), "window_s", list(WINDOWS)))
 
     first = _pair_search(prof, pairs[:1], score, with_option)
     best = _descend(_pair_search(first, pairs[1:], score, with_option), axes, score, with_option)
@@ -821,15 +778,8 @@ def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProf
     if name == "pools":
         pools, nested, shared = cast(tuple[dict[str, int], dict[str, str], list[str]], opt)
         size = sum(v for k, v in pools.items() if k not in nested) or units
-        hidden = None if pools else p.hidden  # one pool only
         return replace(
-            p,
-            pools=pools,
-            nested=nested,
-            shared_partitions=shared,
-            units=size,
-            hidden=hidden,
-            steps=[],
+            p, pools=pools, nested=nested, shared_partitions=shared, units=size, steps=[]
         )
     return replace(p, steps=[], **cast(dict[str, Any], {name: opt}))
 

@@ -5,7 +5,7 @@ ones on the last third, over several runtime jitters.
 One command per trace::
 
     .venv/bin/python bench/sim_twin.py ../shared/traces/ls6-a100.log [--seeds 3]
-        [--jitter 0.02] [--plot cdf.png] [--recent 0.5]
+        [--jitter 0.02] [--plot cdf.png] [--recent auto|all|SHARE]
 
 The profile is fitted by ``sim.profile.fit`` (coordinate descent on the fit part's error;
 nothing of the last third is used but the recorded schedule's use, from which the
@@ -35,8 +35,9 @@ from sim.calibration import stored_units  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
 from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman  # noqa: E402
+from sim.fit_cli import recent_share  # noqa: E402
 from sim.phases import gc_paused  # noqa: E402
-from sim.profile import fit, replay_waits, split, store  # noqa: E402
+from sim.profile import AUTO, fit, replay_waits, split, store  # noqa: E402
 from sim.traces.read import read_trace  # noqa: E402
 
 FIELDS = ("spearman", "ks", "sim_median_h", "sim_mean_h", "sim_p90_h", "median_abs_h")
@@ -68,9 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", type=Path, help="held-out wait CDFs, .png")
     p.add_argument(
         "--recent",
-        type=float,
-        metavar="SHARE",
-        help="fit judged on the last SHARE of the fit period only (hpcsim fit --recent)",
+        type=recent_share,
+        default=AUTO,
+        metavar="SHARE|all|auto",
+        help="fit judged on the last SHARE of the fit period only, on all of it, or the "
+        "better of the two inside the past (default; hpcsim fit --recent)",
     )
     p.add_argument("--store-dir", type=Path, help="also store the fitted profile there")
     args = p.parse_args(argv)
@@ -82,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     rec = (trace.recorded_start - trace.submit)[held]
     with out.status("fitting the site profile on the first two thirds") as status:
         prof = fit(trace, recent=args.recent, progress=lambda s: status.update(f"fit: {s}"))
-    out.print(f"profile: {prof.describe()} (fit loss {min(s['loss'] for s in prof.steps):.3f})")  # type: ignore[type-var]
+    judged = "whole fit period" if prof.recent is None else f"last {prof.recent:.0%} of it"
+    check = "; ".join(f"{k} {np.mean(v):.3f}" for k, v in prof.recency.items())
+    out.print(
+        f"profile: {prof.describe()} (fit loss {min(s['loss'] for s in prof.steps):.3f}; "  # type: ignore[type-var]
+        f"judged on the {judged}" + (f"; inside the past: {check}" if check else "") + ")"
+    )
     if args.store_dir:
         out.print(f"profile stored in {store(prof, args.trace, args.store_dir)}")
     base = fidelity(baseline_waits(trace)[held], rec)

@@ -13,9 +13,31 @@ from rich.table import Table
 
 from hpcbase.config import ConfigError
 from sim.fidelity import fidelity
-from sim.profile import FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split, store
+from sim.profile import (
+    AUTO,
+    FIT_FRACTION,
+    FIT_JITTERS,
+    ProfileError,
+    SiteProfile,
+    fit,
+    replay_waits,
+    split,
+    store,
+)
 from sim.traces.model import TraceError
 from sim.traces.read import FORMATS, read_trace
+
+
+def recent_share(text: str) -> float | str | None:
+    """``--recent``'s value: a share, ``all`` (None) or ``auto``."""
+    if text in ("all", AUTO):
+        return None if text == "all" else AUTO
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a share of the fit period, 'all' or 'auto', not {text!r}"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,10 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--recent",
-        type=float,
+        type=recent_share,
+        default=AUTO,
         help="judge the settings on the last SHARE of the fit period only (e.g. 0.5: a site "
-        "that drifts; the whole log is still replayed)",
-        metavar="SHARE",
+        "that drifts; the whole log is still replayed), 'all' for the whole period, or "
+        "'auto' (default): the better of all and 0.5, checked inside the fit period",
+        metavar="SHARE|all|auto",
     )
     p.add_argument("--store-dir", type=Path, help="store the profile in this folder")
     p.add_argument("--no-store", action="store_true", help="print the profile only")
@@ -66,27 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TraceError, ConfigError, ProfileError) as e:
         err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2
-    steps = Table(title=f"{Path(args.trace).name}: settings tried on the fit part")
-    for col in ("setting", "loss", "mean h", "p90 h", "Spearman", "KS"):
-        steps.add_column(col, justify="left" if col == "setting" else "right")
-    for s in prof.steps:
-        steps.add_row(
-            str(s["setting"]),
-            f"{s['loss']:.3f}",
-            f"{s['sim_mean_h']:.2f}/{s['rec_mean_h']:.2f}",
-            f"{s['sim_p90_h']:.2f}/{s['rec_p90_h']:.2f}",
-            f"{s['spearman']:.3f}",
-            f"{s['ks']:.3f}",
-        )
-    out.print(steps)
-    if prof.priority_spearman:
-        ranks = Table(title="priority settings against the recorded Priority column (fit part)")
-        for col in ("setting", "Spearman"):
-            ranks.add_column(col, justify="left" if col == "setting" else "right")
-        for key, rho in sorted(prof.priority_spearman.items(), key=lambda kv: -kv[1]):
-            ranks.add_row(key + (" (chosen)" if key == prof.priority else ""), f"{rho:.3f}")
-        out.print(ranks)
-    out.print(f"profile: {prof.describe()}")
+    print_fit(out, prof, Path(args.trace).name)
+    judged = "the whole fit period" if prof.recent is None else f"its last {prof.recent:.0%}"
+    out.print(f"profile: {prof.describe()}; settings judged on {judged}")
     _, held, _ = split(trace, args.fraction)
     if held.any():
         rec = trace.recorded_start - trace.submit
@@ -107,3 +113,43 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         out.print(f"profile stored in {path}")
     return 0
+
+
+def print_fit(out: Console, prof: SiteProfile, name: str) -> None:
+    """The settings the fit tried, the priorities against a recorded column, and the
+    recency check."""
+    steps = Table(title=f"{name}: settings tried on the fit part")
+    for col in ("setting", "loss", "mean h", "p90 h", "Spearman", "KS"):
+        steps.add_column(col, justify="left" if col == "setting" else "right")
+    for s in prof.steps:
+        steps.add_row(
+            str(s["setting"]),
+            f"{s['loss']:.3f}",
+            f"{s['sim_mean_h']:.2f}/{s['rec_mean_h']:.2f}",
+            f"{s['sim_p90_h']:.2f}/{s['rec_p90_h']:.2f}",
+            f"{s['spearman']:.3f}",
+            f"{s['ks']:.3f}",
+        )
+    out.print(steps)
+    if prof.priority_spearman:
+        ranks = Table(title="priority settings against the recorded Priority column (fit part)")
+        for col in ("setting", "Spearman"):
+            ranks.add_column(col, justify="left" if col == "setting" else "right")
+        for key, rho in sorted(prof.priority_spearman.items(), key=lambda kv: -kv[1]):
+            ranks.add_row(key + (" (chosen)" if key == prof.priority else ""), f"{rho:.3f}")
+        out.print(ranks)
+    if prof.recency:
+        check = Table(
+            title="judged on the whole fit period or its recent part: fitted on its first two "
+            "thirds, judged on its last (inside the past)"
+        )
+        for col in ("fit judged on", "loss (jittered replays)", "mean"):
+            check.add_column(col, justify="left" if col == "fit judged on" else "right")
+        for name, losses in prof.recency.items():
+            chosen = (name == "whole") == (prof.recent is None)
+            check.add_row(
+                name + (" (chosen)" if chosen else ""),
+                ", ".join(f"{v:.3f}" for v in losses),
+                f"{sum(losses) / len(losses):.3f}",
+            )
+        out.print(check)

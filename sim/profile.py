@@ -90,6 +90,11 @@ DELAYS = (0.0, 1.0, 3.0)
 MAX_CAPS = 6
 FIT_JITTERS = 2
 JITTER = 0.02  # relative standard deviation of the run times (replay_waits)
+#: ``fit(recent=AUTO)``: whether the fit judges only the last RECENT_SHARE of its period is
+#: chosen inside the past (:func:`choose_recent`), over INNER_JITTERS replays each way
+AUTO = "auto"
+RECENT_SHARE = 0.5
+INNER_JITTERS = 3
 #: while recorded jobs waited: (window s, headroom as a share of the size); None: no clamp
 CLAMPS: tuple[tuple[float, float] | None, ...] = (
     None,
@@ -151,6 +156,11 @@ class SiteProfile:
     #: an OUTAGES entry: stretches of at least this many seconds without a recorded start
     #: while a job that would have fit waited are windows in which nothing may start
     outage_s: float | None = None
+    #: the share of the fit period, at its end, whose jobs judged the settings (None: all)
+    recent: float | None = None
+    #: how that was chosen inside the past (:func:`choose_recent`): each way's losses on
+    #: the last third of the fit period, fitted on the first two; empty when not checked
+    recency: dict[str, list[float]] = field(default_factory=dict)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -339,6 +349,9 @@ class SiteProfile:
             raise ValueError(
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
+        recent = d.get("recent")
+        if recent is not None and (not isinstance(recent, int | float) or not 0 < recent <= 1):
+            raise ValueError(f"recent: a share in (0, 1] or null expected, not {recent!r}")
         return cls(**d, path=path)
 
 
@@ -647,12 +660,52 @@ Score = Callable[[SiteProfile], float]
 WithOption = Callable[[SiteProfile, str, object], SiteProfile]
 
 
+def choose_recent(
+    trace: Trace,
+    *,
+    fraction: float = FIT_FRACTION,
+    jitters: int = FIT_JITTERS,
+    share: float = RECENT_SHARE,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[float | None, dict[str, list[float]]]:
+    """Whether the fit should judge its settings on the last ``share`` of its period only
+    (a site that drifts) or on all of it, chosen inside the past: each way is fitted on the
+    first two thirds of the fit period and judged on the jobs submitted in its last third
+    (``INNER_JITTERS`` jittered replays). The recent share is chosen only where its mean
+    loss is lower by more than the larger spread of the two; otherwise (a tie, or too few
+    jobs to check) the whole period. Returns the choice and each way's losses."""
+    inner = fraction * FIT_FRACTION
+    t0, t1 = float(trace.submit[0]), float(trace.submit[-1])
+    a, b = t0 + inner * (t1 - t0), t0 + fraction * (t1 - t0)
+    known = np.isfinite(trace.recorded_start)
+    judged = known & (trace.submit >= a) & (trace.submit < b)
+    fit_part, _, _ = split(trace, inner)
+    if min(judged.sum(), fit_part.sum()) < MIN_RECORDED_PRIORITIES:
+        return None, {}
+    rec = (trace.recorded_start - trace.submit)[judged]
+    losses: dict[str, list[float]] = {}
+    for name, option in (("whole", None), (f"recent {share:g}", share)):
+
+        def note(msg: str, name: str = name) -> None:
+            if progress is not None:
+                progress(f"recency check, {name}: {msg}")
+
+        prof = fit(trace, fraction=inner, jitters=jitters, recent=option, progress=note)
+        losses[name] = [
+            loss(fidelity(replay_waits(trace, prof, jitter=JITTER, seed=s)[judged], rec))
+            for s in range(INNER_JITTERS)
+        ]
+    whole, recent = (np.asarray(v) for v in losses.values())
+    spread = max(float(whole.std()), float(recent.std()))
+    return (share if recent.mean() < whole.mean() - spread else None), losses
+
+
 def fit(
     trace: Trace,
     *,
     fraction: float = FIT_FRACTION,
     jitters: int = FIT_JITTERS,
-    recent: float | None = None,
+    recent: float | str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SiteProfile:
     """Fit a site profile on the first ``fraction`` of the trace (the pools where the log
@@ -664,7 +717,15 @@ def fit(
     and stays so; elsewhere it is chosen by the loss among ``PRIORITY_SETTINGS``, first
     jointly with the availability window. With ``recent``, the loss and the priority fit
     judge only the jobs of the last ``recent`` share of the fit period (:func:`split`); the
-    whole log is still replayed, and the limits still come from the whole fit period."""
+    whole log is still replayed, and the limits still come from the whole fit period.
+    ``recent=AUTO`` chooses between the two inside the past (:func:`choose_recent`)."""
+    recency: dict[str, list[float]] = {}
+    if recent == AUTO:
+        recent, recency = choose_recent(
+            trace, fraction=fraction, jitters=jitters, progress=progress
+        )
+    elif isinstance(recent, str):
+        raise ProfileError(f"recent: a share of the fit period or {AUTO!r}, not {recent!r}")
     fit_mask, _, cut = split(trace, fraction, recent)
     prof = starting_profile(trace, fraction, recent)
     units = prof.units
@@ -732,6 +793,7 @@ def fit(
         other = _pair_search(second, pairs[1:], score, with_option)
         best = min(best, _descend(other, axes, score, with_option), key=score)
     best.steps = prof.steps
+    best.recent, best.recency = recent, recency
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
     best.fit = f.as_dict()
     best.created = datetime.now(UTC).isoformat(timespec="seconds")

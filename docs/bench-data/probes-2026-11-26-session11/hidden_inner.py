@@ -1,4 +1,4 @@
-"""Probe (session 11, issue 23): does a stationary hidden load (``SiteProfile.hidden``,
+"""Probe (session 11, issue 23; needs the code of commit 35b02d1, where the hidden load lived): does a stationary hidden load (``SiteProfile.hidden``,
 queues the log does not list, as a stream of jobs with the log's run times) forecast the
 next period better? Validated inside the past only, as session 10's recency probe: the
 log's first two thirds are the world; each fit uses its first two thirds (4/9 of the

@@ -1,4 +1,4 @@
-"""Probe (session 11, issue 23): a stationary hidden load (M/G/inf occupancy of jobs resampled
+"""Probe (session 11, issue 23; needs the code of commit 35b02d1, where the hidden load lived): a stationary hidden load (M/G/inf occupancy of jobs resampled
 from the fit part; "single": one node each) in place of the shipped LS6 profile's 24-h window;
 fit-part loss only (the fit's own criterion). Run from the project root:
 .venv/bin/python docs/bench-data/probes-2026-11-26-session11/hidden_ls6_fitpart.py ../shared/traces/ls6-a100.log"""

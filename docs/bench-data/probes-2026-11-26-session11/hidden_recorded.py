@@ -1,4 +1,4 @@
-"""Probe (session 11, issue 23): on a log the simulator recorded while a hidden load of its
+"""Probe (session 11, issue 23; needs the code of commit 35b02d1, where the hidden load lived): on a log the simulator recorded while a hidden load of its
 own kind held 10 % of the nodes (tests/sim/test_hidden_load.py's ``recorded``), what does
 the fit choose, and how do the hidden load and the availability window replay the last
 third (3 jitters, each drawing its own hidden load)?

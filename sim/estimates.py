@@ -205,9 +205,7 @@ class StartEstimates(EngineState):
         tick = math.floor(self.state.now / period) * period
         factors = model.fairshare_factors
         if model.w_fairshare > 0:
-            import copy
-
-            share = copy.deepcopy(model.fairshare)
+            share = model.fairshare.copy()
             for j in started:
                 share.change(j.user, j.units, self.state.now)
             factors = share.tick(tick, model.n_users)

@@ -49,6 +49,14 @@ class FairShare:
         state.pop("_views", None)
         return state
 
+    def copy(self) -> FairShare:
+        """An independent copy (the arrays copied; far cheaper than ``copy.deepcopy``)."""
+        other = FairShare.__new__(FairShare)
+        other.__dict__.update(self.__getstate__())
+        for name in ("usage", "run_units", "accrued", "stamp"):
+            setattr(other, name, getattr(self, name).copy())
+        return other
+
     def _grow(self, user: int) -> None:
         n = self.usage.shape[0]
         if user < n:

@@ -506,3 +506,24 @@ def test_plan_limited_matches_the_model(
     want = plan_limited_model(sim, order, n_test, params)
     got = _backfill.plan_limited(order, n_test, params, sim.state.user_use, sim._limit_params())
     assert got == want
+
+
+def test_a_fairshare_copy_is_equal_and_independent():
+    """``FairShare.copy`` (what a start estimate under fair share works on) equals a deep
+    copy, and changing it leaves the original as it was."""
+    import copy
+
+    share = FairShare(3600.0, 3)
+    share.change(1, 4, 100.0)
+    share.change(4, 2, 150.0)  # grows the arrays
+    share.tick(300.0, 5)
+    mine, deep = share.copy(), copy.deepcopy(share)
+    for a, b in ((mine, deep), (mine, share)):
+        assert a.__getstate__().keys() == b.__getstate__().keys()
+        assert np.array_equal(a.usage, b.usage) and np.array_equal(a.stamp, b.stamp)
+    mine.change(1, -4, 400.0)
+    mine.tick(900.0, 5)
+    deep.change(1, -4, 400.0)
+    deep.tick(900.0, 5)
+    assert np.array_equal(mine.usage, deep.usage) and mine.total == deep.total
+    assert share.last == 300.0 and share.run_units[1] == 4 and share.usage[1] != mine.usage[1]

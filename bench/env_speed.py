@@ -9,7 +9,7 @@ episode logic. Usage::
         [--total-units 72] [--split validation] [--episodes 30] [--profile]
 
 ``--profile``: the world replays in the trace's stored site profile (``hpcsim fit``; for LS6:
-FIFO, per-user limits and an availability timeline), as ``mirage study``,
+fair share, per-user limits, an availability timeline and outages), as ``mirage study``,
 ``backtest`` and ``retrain`` do by default, at the profile's size.
 """
 

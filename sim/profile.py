@@ -95,6 +95,8 @@ JITTER = 0.02  # relative standard deviation of the run times (replay_waits)
 AUTO = "auto"
 RECENT_SHARE = 0.5
 INNER_JITTERS = 3
+#: fewer jobs to fit on or to judge by inside the past: the whole period, unchecked
+MIN_CHECK_JOBS = 20
 #: while recorded jobs waited: (window s, headroom as a share of the size); None: no clamp
 CLAMPS: tuple[tuple[float, float] | None, ...] = (
     None,
@@ -582,6 +584,8 @@ def split(
             )
         since = cut - recent * (cut - since)
     fit = known & (trace.submit >= since) & (trace.submit < cut)
+    if not fit.any():
+        raise ProfileError(f"{trace.source}: no job with a recorded start in the fit period")
     held = known & (trace.submit >= cut)
     return fit, held, cut
 
@@ -679,8 +683,11 @@ def choose_recent(
     a, b = t0 + inner * (t1 - t0), t0 + fraction * (t1 - t0)
     known = np.isfinite(trace.recorded_start)
     judged = known & (trace.submit >= a) & (trace.submit < b)
-    fit_part, _, _ = split(trace, inner)
-    if min(judged.sum(), fit_part.sum()) < MIN_RECORDED_PRIORITIES:
+    try:
+        fit_part = split(trace, inner, share)[0]
+    except ProfileError:
+        return None, {}
+    if min(judged.sum(), fit_part.sum()) < MIN_CHECK_JOBS:
         return None, {}
     rec = (trace.recorded_start - trace.submit)[judged]
     losses: dict[str, list[float]] = {}

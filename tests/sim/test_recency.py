@@ -78,3 +78,12 @@ def test_a_tie_keeps_the_whole_period_and_is_stored_with_the_profile():
     for key in ("recent", "recency"):  # profiles stored before load without
         d.pop(key)
     assert SiteProfile.from_json(json.dumps(d)).recency == {}
+
+
+def test_a_log_with_no_recorded_start_in_its_fit_period_is_refused_by_name():
+    trace = drifting(600)
+    trace.source = "late.swf"
+    late = trace.submit > trace.submit[0] + 0.8 * (trace.submit[-1] - trace.submit[0])
+    trace.recorded_start = np.where(late, trace.recorded_start, np.nan)
+    with pytest.raises(ProfileError, match="late.swf: no job with a recorded start"):
+        fit(trace, jitters=1, recent=AUTO)

@@ -34,7 +34,7 @@ from rich.table import Table  # noqa: E402
 from sim.calibration import stored_units  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
-from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman  # noqa: E402
+from sim.fidelity import Fidelity, by_size, fidelity, plot_cdfs, spearman  # noqa: E402
 from sim.fit_cli import recent_share  # noqa: E402
 from sim.phases import gc_paused  # noqa: E402
 from sim.profile import AUTO, fit, replay_waits, split, store  # noqa: E402
@@ -145,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         f"that waited >= 1 h as recorded: {spearman(w0[long], rec[long]):.3f}; share of "
         f"recorded waits under 1 min: {np.mean(rec < 60):.2f} (simulated "
         f"{np.mean(w0 < 60):.2f})"
+    )
+    sizes = by_size(w0, rec, trace.units[held], trace.unit)
+    out.print(
+        "held-out mean wait by job size (jitter 0), simulated/recorded: "
+        + "; ".join(f"{c.label} ({c.jobs}) {c.sim_mean_h:.2f}/{c.rec_mean_h:.2f} h" for c in sizes)
     )
     met = {k: sum(f.targets()[k] for f in runs) for k in runs[0].targets()}
     verdict = ", ".join(f"{k} {v}/{len(runs)}" for k, v in met.items())

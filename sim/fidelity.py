@@ -97,6 +97,42 @@ def fidelity(sim_wait_s: np.ndarray, rec_wait_s: np.ndarray) -> Fidelity:
     )
 
 
+#: job size classes of :func:`by_size`, in the trace's units: (smallest, largest; None: no bound)
+SIZE_CLASSES: tuple[tuple[int, int | None], ...] = ((1, 1), (2, 4), (5, 16), (17, 64), (65, None))
+
+
+@dataclass(frozen=True, slots=True)
+class SizeClass:
+    """Mean simulated and recorded waits (hours) of the ``jobs`` of one size class."""
+
+    label: str  # e.g. "2-4 nodes"
+    jobs: int
+    sim_mean_h: float
+    rec_mean_h: float
+
+
+def by_size(
+    sim_wait_s: np.ndarray, rec_wait_s: np.ndarray, units: np.ndarray, unit: str = "units"
+) -> list[SizeClass]:
+    """The mean waits of each of ``SIZE_CLASSES`` that holds a job (NaN pairs dropped): an
+    aggregate can match while large jobs wait far too long and small ones too little."""
+    sim = np.asarray(sim_wait_s, float)
+    rec = np.asarray(rec_wait_s, float)
+    size = np.asarray(units)
+    ok = np.isfinite(sim) & np.isfinite(rec)
+    out = []
+    for lo, hi in SIZE_CLASSES:
+        m = ok & (size >= lo) & (size <= (hi if hi is not None else np.inf))
+        if m.any():
+            label = f"{lo} {unit}" if lo == hi else f"{lo}-{hi} {unit}" if hi else f">={lo} {unit}"
+            out.append(
+                SizeClass(
+                    label, int(m.sum()), float(sim[m].mean()) / 3600, float(rec[m].mean()) / 3600
+                )
+            )
+    return out
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman's rank correlation (average ranks for ties); NaN when either is constant."""
     if a.size < 2:

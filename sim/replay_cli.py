@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         df = schedule_frame(sim)
         malformed = sum(w.count for w in trace.warnings if w.kind == "malformed")
         s = summarize(df, sim.total_units, pending_left=sim.pending_count, malformed=malformed)
-        comparison = compare(df, sim.total_units)
+        comparison = compare(df, sim.total_units, trace.unit)
         title = f"{Path(path).name}: {len(trace)} jobs on {sim.total_units} {trace.unit}"
         speed = f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)"
         table = _report_table(title, s, comparison, speed)

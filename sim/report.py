@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sim.engine import Simulator
-from sim.fidelity import Fidelity, fidelity, plot_cdfs, spearman
+from sim.fidelity import Fidelity, SizeClass, by_size, fidelity, plot_cdfs, spearman
 
 __all__ = ["spearman"]  # re-exported for callers of the old place
 
@@ -161,6 +161,8 @@ class Comparison:
     spearman: float
     ks: float
     fidelity: Fidelity
+    #: mean waits per job size class (:func:`~sim.fidelity.by_size`)
+    sizes: tuple[SizeClass, ...] = ()
 
     @property
     def mean_ratio(self) -> float:
@@ -194,6 +196,14 @@ class Comparison:
             ("per job: median |simulated - recorded| wait", f"{self.median_abs_error_h:.2f} h", ""),
             ("per job: rank correlation of waits (Spearman)", f"{self.spearman:.3f}", ""),
             ("KS distance of the wait distributions", f"{self.ks:.3f}", ""),
+        ] + [
+            (
+                f"mean wait, jobs of {c.label} ({c.jobs})",
+                f"{c.sim_mean_h:.2f} h",
+                f"{c.rec_mean_h:.2f} h",
+            )
+            for c in self.sizes
+            if len(self.sizes) > 1
         ]
 
 
@@ -203,9 +213,10 @@ def _times(ratio: float) -> str:
     return f"1/{1 / ratio:.1f} of" if ratio > 0 else "0 x"
 
 
-def compare(df: pd.DataFrame, total_units: int) -> Comparison | None:
-    """Simulated against recorded waits over the jobs with both starts; None when the
-    trace records no start times (no ``recorded_start`` column or none known)."""
+def compare(df: pd.DataFrame, total_units: int, unit: str = "units") -> Comparison | None:
+    """Simulated against recorded waits over the jobs with both starts (also per job size
+    class, counted in ``unit``); None when the trace records no start times (no
+    ``recorded_start`` column or none known)."""
     if "recorded_start" not in df:
         return None
     both = df["start"].notna().to_numpy() & df["recorded_start"].notna().to_numpy()
@@ -227,6 +238,7 @@ def compare(df: pd.DataFrame, total_units: int) -> Comparison | None:
         spearman=fid.spearman,
         ks=fid.ks,
         fidelity=fid,
+        sizes=tuple(by_size(sim_wait, rec_wait, units, unit)),
     )
 
 

@@ -54,6 +54,25 @@ def test_figures_by_hand():
     assert c.warning() is None
 
 
+def test_mean_waits_per_job_size_class():
+    """Large jobs that wait far too long hide in an aggregate: each size class apart."""
+    h = 3600.0
+    df = frame([0, h, 2 * h, 30 * h, 3 * h], [0, 2 * h, 2 * h, h, 5 * h])
+    df["units"] = [1, 1, 3, 80, 16]
+    c = compare(df, total_units=100, unit="nodes")
+    got = {s.label: (s.jobs, s.sim_mean_h, s.rec_mean_h) for s in c.sizes}
+    assert got == {
+        "1 nodes": (2, 0.5, 1.0),
+        "2-4 nodes": (1, 2.0, 2.0),
+        "5-16 nodes": (1, 3.0, 5.0),
+        ">=65 nodes": (1, 30.0, 1.0),
+    }
+    rows = [r for r in c.rows() if r[0].startswith("mean wait, jobs of")]
+    assert rows[-1] == ("mean wait, jobs of >=65 nodes (1)", "30.00 h", "1.00 h")
+    one = compare(frame([0, h], [h, 0]), total_units=2)  # one class: no extra rows
+    assert len(one.sizes) == 1 and not any("jobs of" in r[0] for r in one.rows())
+
+
 def test_spearman_matches_the_rank_formula():
     a = np.array([1.0, 2, 3, 4, 5])
     assert spearman(a, a**3) == pytest.approx(1) and spearman(a, -a) == pytest.approx(-1)

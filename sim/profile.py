@@ -21,7 +21,9 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
 
 The choices are made on the fit part's error (:func:`loss`): every pair of limits and
 availability window, then coordinate descent over all settings (the priority held at the
-recorded column's choice where there is one). The
+recorded column's choice where there is one); ``hpcsim fit`` judges them on the whole fit
+part or on its recent half, whichever forecast better inside the past
+(:func:`choose_recent`). The
 result is a :class:`SiteProfile`, a ``slurm.conf`` subset plus ``sacctmgr`` limits with the
 trace's SHA-256, stored as ``NAME.profile.json`` where calibrations are
 (sim/calibration.py); ``hpcsim replay`` uses it by default.

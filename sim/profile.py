@@ -13,11 +13,12 @@ What the log shows, fitted on its first two thirds (``FIT_FRACTION``), judged el
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
   least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
   at one of the largest per-user maxima (a soft limit a few users passed);
-- the priority: FIFO or a flat fair share with its decay half-life, and Slurm's
-  ``batch_sched_delay``. Where the log records each job's priority (a sacct ``Priority``
-  column), the priority is fitted to it instead (:func:`priority_fit`): the setting whose
-  priorities at submission rank the fit part's jobs most like the recorded ones, fair
-  shares with a job-size weight included (``PRIORITY_SETTINGS``).
+- the priority: FIFO or a flat fair share with its decay half-life, Slurm's
+  ``batch_sched_delay``, and how deep backfill looks into the queue (``bf_max_job_test``).
+  Where the log records each job's priority (a sacct ``Priority`` column), the priority
+  is fitted to it instead (:func:`priority_fit`): the setting whose priorities at
+  submission rank the fit part's jobs most like the recorded ones, fair shares with a
+  job-size weight included (``PRIORITY_SETTINGS``).
 
 The choices are made on the fit part's error (:func:`loss`): every pair of limits and
 availability window, then coordinate descent over all settings (the priority held at the
@@ -89,6 +90,9 @@ PRIORITY_SETTINGS: dict[str, tuple[str, int]] = {
 #: fewer fit-part jobs with a recorded priority: the priority is chosen by the replays' loss
 MIN_RECORDED_PRIORITIES = 20
 DELAYS = (0.0, 1.0, 3.0)
+#: backfill's depth (``SchedulerParameters=bf_max_job_test``; None: Slurm's default, 500): a
+#: site's backfill that reaches fewer jobs lets fewer short jobs past the queue
+BACKFILL_DEPTHS: tuple[int | None, ...] = (None, 100, 50, 30, 20, 10)
 MAX_CAPS = 6
 FIT_JITTERS = 2
 JITTER = 0.02  # relative standard deviation of the run times (replay_waits)
@@ -165,12 +169,17 @@ class SiteProfile:
     #: how that was chosen inside the past (:func:`choose_recent`): each way's losses on
     #: the last third of the fit period, fitted on the first two; empty when not checked
     recency: dict[str, list[float]] = field(default_factory=dict)
+    #: a BACKFILL_DEPTHS entry: ``bf_max_job_test`` (None: Slurm's default)
+    bf_max_job_test: int | None = None
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
         """The ``slurm.conf`` subset of this profile (its pools scaled to ``total_units``
         where that differs from its size)."""
-        lines = [f"SchedulerParameters=batch_sched_delay={self.batch_sched_delay:g}"]
+        params = f"batch_sched_delay={self.batch_sched_delay:g}"
+        if self.bf_max_job_test is not None:
+            params += f",bf_max_job_test={self.bf_max_job_test}"
+        lines = [f"SchedulerParameters={params}"]
         return (
             "\n".join(lines + priority_lines(self.priority) + self._pool_lines(total_units)) + "\n"
         )
@@ -307,9 +316,11 @@ class SiteProfile:
             )
         elif self.shared_partitions:
             pools = f" (partitions {', '.join(self.shared_partitions)} sharing every node)"
+        depth = "" if self.bf_max_job_test is None else f", bf_max_job_test={self.bf_max_job_test}"
         return (
             f"{self.units} {self.unit}{pools}, priority {prio}, batch_sched_delay="
-            f"{self.batch_sched_delay:g}, limits {self.limits or 'none'}, availability {win}"
+            f"{self.batch_sched_delay:g}{depth}, limits {self.limits or 'none'}, "
+            f"availability {win}"
         )
 
     def to_json(self) -> str:
@@ -353,6 +364,9 @@ class SiteProfile:
             raise ValueError(
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
+        depth = d.get("bf_max_job_test")
+        if depth is not None and (not isinstance(depth, int) or depth < 1):
+            raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")
         recent = d.get("recent")
         if recent is not None and (not isinstance(recent, int | float) or not 0 < recent <= 1):
             raise ValueError(f"recent: a share in (0, 1] or null expected, not {recent!r}")
@@ -718,8 +732,8 @@ def fit(
     progress: Callable[[str], None] | None = None,
 ) -> SiteProfile:
     """Fit a site profile on the first ``fraction`` of the trace (the pools where the log
-    names partitions, the limits, the availability window, the priority and
-    ``batch_sched_delay``); each setting's loss is
+    names partitions, the limits, the availability window, the priority,
+    ``batch_sched_delay`` and ``bf_max_job_test``); each setting's loss is
     the mean over ``jitters`` replays with run times jittered by ``JITTER`` (one without
     jitter when 1): near saturation one replay is chaotic. Where the fit part records
     priorities, the priority is the setting that ranks them best (:func:`priority_fit`)
@@ -747,7 +761,8 @@ def fit(
 
     def score(p: SiteProfile) -> float:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
-        key = (p.priority, p.batch_sched_delay, p.window_s, p.clamp, p.limits, p.outage_s, pools)
+        key: tuple[object, ...] = (p.priority, p.batch_sched_delay, p.bf_max_job_test)
+        key += (p.window_s, p.clamp, p.limits, p.outage_s, pools)
         if key not in scores:
             runs = [
                 fidelity(
@@ -773,6 +788,7 @@ def fit(
         ("outage_s", list(OUTAGES)),
         ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
+        ("bf_max_job_test", list(BACKFILL_DEPTHS)),
     ]
     if ranked:  # the recorded Priority column chose it
         axes = [a for a in axes if a[0] != "priority"]

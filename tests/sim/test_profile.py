@@ -83,6 +83,7 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     prof = fit(trace, jitters=1)  # an exact replay recovers the recording exactly
     assert prof.units >= prof.recorded_peak
     assert prof.limits == "MaxJobsPerUser=3 MaxTRESPerUser=node=8"
+    assert prof.bf_max_job_test is None  # recorded under Slurm's default depth
     assert prof.fit["spearman"] > 0.9 and prof.fit["ks"] < 0.05
     # no recorded Priority column: the priority is chosen by the replays' loss, as before
     assert prof.priority_spearman == {}
@@ -95,6 +96,23 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     assert again is not None and again.describe() == prof.describe()
     trace.digest = "cd" * 32
     assert load(trace) is None
+
+
+def test_fit_recovers_a_shallow_backfill_depth(tmp_path):
+    cfg = SlurmConfig.from_text(
+        "SchedulerParameters=batch_sched_delay=1,bf_max_job_test=10\n", "recorded under"
+    )
+    trace = recorded_log(None, total=24, n=800, cfg=cfg)
+    trace.source = str(tmp_path / "log.swf")
+    trace.digest = "ab" * 32
+    prof = fit(trace, jitters=1)
+    assert (prof.bf_max_job_test, prof.batch_sched_delay) == (10, 1.0)
+    assert "bf_max_job_test=10" in prof.describe()
+    assert "SchedulerParameters=batch_sched_delay=1,bf_max_job_test=10" in prof.slurm_conf()
+    store(prof, trace.source)
+    again = load(trace)
+    assert again is not None and again.bf_max_job_test == 10
+    assert again.config().bf_max_job_test == 10
 
 
 def test_a_recent_fit_judges_only_the_last_share_of_the_fit_period(tmp_path):
@@ -134,9 +152,27 @@ def test_fit_cli_refuses_a_bad_recent_share(tmp_path):
     assert rc == 2 and "recent" in err.getvalue()
 
 
+def load_shipped() -> SiteProfile:
+    from pathlib import Path
+
+    import sim.data
+
+    path = Path(sim.data.__file__).parent / "hpc2n-excerpt.swf.profile.json"
+    return SiteProfile.from_json(path.read_text(), str(path))
+
+
 def test_a_bad_profile_is_refused():
     with pytest.raises(ValueError, match="schema"):
         SiteProfile.from_json('{"schema": 99}')
+    import json
+
+    from sim.profile import SCHEMA
+
+    good = json.loads(load_shipped().to_json())
+    assert good["schema"] == SCHEMA
+    for bad in (0, -5, 2.5, "20"):
+        with pytest.raises(ValueError, match="bf_max_job_test"):
+            SiteProfile.from_json(json.dumps({**good, "bf_max_job_test": bad}))
 
 
 def test_fit_cli_stores_a_profile_that_replay_uses(tmp_path):

@@ -73,3 +73,32 @@ def test_partition_tier_and_maxtime_as_real_slurm(tmp_path: Path) -> None:
     assert sim["A"] < sim["C"] < sim["B"]
     diffs = sorted(abs(sim[n] - float(real[n])) for n in "ABC")  # type: ignore[arg-type]
     assert diffs[1] <= 2.0 and diffs[-1] <= 5.0, {n: sim[n] - float(real[n]) for n in "ABC"}
+
+
+def test_backfill_depth_as_real_slurm(tmp_path: Path) -> None:
+    # Two CPUs, bf_max_job_test=2 (what a fitted site profile may hold). A (1 CPU) runs
+    # 20 s of a 3-minute limit; B and D want both CPUs and wait; E (1 CPU, 1 minute) fits
+    # the free CPU and ends before B's reservation, so a backfill that reaches it starts it
+    # at once. It is the third job in the queue: the pass tests B and D only, and the main
+    # scheduler stops at B, so E starts after D. The simulator with Slurm's default depth
+    # starts E at once: the test tells the two apart.
+    extra = tmp_path / "sched.conf"
+    extra.write_text("SchedulerParameters=bf_interval=1,bf_resolution=1,bf_max_job_test=2\n")
+    jobs = [
+        WorkloadJob("A", 1, 180, 20),
+        WorkloadJob("B", 2, 60, 3, submit_offset_s=1),
+        WorkloadJob("D", 2, 60, 3, submit_offset_s=2),
+        WorkloadJob("E", 1, 60, 3, submit_offset_s=3),
+    ]
+    conf = tmp_path / "slurm.conf"
+    rows = run_workload(jobs, extra, cpus=2, conf_out=conf, progress=False)
+    real = {r["name"]: float(r["start"]) for r in rows}
+    assert real["A"] < real["B"] < real["D"] < real["E"]
+    sim = simulate(jobs, rows, conf)
+    assert sim["A"] < sim["B"] < sim["D"] < sim["E"]
+    diffs = sorted(abs(sim[n] - real[n]) for n in real)
+    assert diffs[len(diffs) // 2] <= 2.0 and diffs[-1] <= 5.0, {n: sim[n] - real[n] for n in real}
+    default = tmp_path / "default.conf"
+    default.write_text(conf.read_text().replace(",bf_max_job_test=2", ""))
+    deep = simulate(jobs, rows, default)
+    assert deep["E"] < deep["B"]  # a deep backfill starts E at once

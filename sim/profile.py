@@ -365,7 +365,7 @@ class SiteProfile:
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
         depth = d.get("bf_max_job_test")
-        if depth is not None and (not isinstance(depth, int) or depth < 1):
+        if depth is not None and (type(depth) is not int or depth < 1):
             raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")
         recent = d.get("recent")
         if recent is not None and (not isinstance(recent, int | float) or not 0 < recent <= 1):

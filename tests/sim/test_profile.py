@@ -170,7 +170,7 @@ def test_a_bad_profile_is_refused():
 
     good = json.loads(load_shipped().to_json())
     assert good["schema"] == SCHEMA
-    for bad in (0, -5, 2.5, "20"):
+    for bad in (0, -5, 2.5, "20", True):
         with pytest.raises(ValueError, match="bf_max_job_test"):
             SiteProfile.from_json(json.dumps({**good, "bf_max_job_test": bad}))
 

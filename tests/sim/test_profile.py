@@ -3,6 +3,8 @@ under known settings."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from sim.engine import Simulator
 from sim.limits import QosLimits
 from sim.profile import (
     PRIORITY_SETTINGS,
+    SCHEMA,
     SiteProfile,
     cluster_size,
     fit,
@@ -164,10 +167,6 @@ def load_shipped() -> SiteProfile:
 def test_a_bad_profile_is_refused():
     with pytest.raises(ValueError, match="schema"):
         SiteProfile.from_json('{"schema": 99}')
-    import json
-
-    from sim.profile import SCHEMA
-
     good = json.loads(load_shipped().to_json())
     assert good["schema"] == SCHEMA
     for bad in (0, -5, 2.5, "20", True):
@@ -261,7 +260,6 @@ def test_fit_keeps_the_priority_the_recorded_column_chose(tmp_path):
 
 
 def test_stored_profiles_without_recorded_priorities_still_load():
-    import json
     from pathlib import Path
 
     import sim.data

@@ -860,10 +860,18 @@ static int add_use(PyObject *counts, PyObject *user, const int *want, long long 
     return 0;
 }
 
-/* Whether a QOS limit holds `job` back (1) or not (0), -1 with an exception: its user's
- * running jobs, nodes and CPUs in `user_use`, plus those in `extra` (jobs started earlier in
- * the same pass; may be NULL) (sim/acct_policy.py, _limit_reason). Sets the job's nodes and
- * CPUs as the limits count them (_tres). Only the counts a limit applies to are read. */
+/* How a QOS limit holds a job back, as Slurm 22.05's backfill meets it (_attempt_backfill):
+ * the running-jobs limit (acct_policy_job_runnable_pre_select) and a job over the per-user
+ * node cap on its own (get_node_cnts) are passed over before the job counts towards
+ * bf_max_job_test; the node and CPU counts with the user's running jobs are checked after the
+ * will-run test (acct_policy_job_runnable_post_select), so the job counts. */
+enum { HOLD_PASSED = 1, HOLD_TESTED = 2 };
+
+/* Whether a QOS limit holds `job` back (HOLD_PASSED or HOLD_TESTED) or not (0), -1 with an
+ * exception: its user's running jobs, nodes and CPUs in `user_use`, plus those in `extra`
+ * (jobs started earlier in the same pass; may be NULL) (sim/acct_policy.py, _limit_reason and
+ * _bf_passes_over). Sets the job's nodes and CPUs as the limits count them (_tres). Only the
+ * counts a limit applies to are read. */
 static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const Limits *l,
                        long long *nodes, long long *cpus) {
     long long units;
@@ -878,8 +886,11 @@ static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const
     PyObject *user = slot(job, F_USER);
     if (add_use(user_use, user, want, c) < 0 || (extra != NULL && add_use(extra, user, want, c) < 0))
         return -1;
-    return (want[0] && c[0] + 1 > l->max_jobs) || (want[1] && c[1] + *nodes > l->max_nodes) ||
-           (want[2] && c[2] + *cpus > l->max_cpus);
+    if ((want[0] && c[0] + 1 > l->max_jobs) || (want[1] && *nodes > l->max_nodes))
+        return HOLD_PASSED;
+    return (want[1] && c[1] + *nodes > l->max_nodes) || (want[2] && c[2] + *cpus > l->max_cpus)
+               ? HOLD_TESTED
+               : 0;
 }
 
 /* Add a started job to its user's counts in `extra` (a dict user -> [jobs, nodes, CPUs, 0],
@@ -1007,12 +1018,39 @@ static PyObject *first_held(PyObject *self, PyObject *args) {
     return PyLong_FromLong(-1);
 }
 
+/* take_tested(order, user_use, l, n_test, next, tested, cand, units, limit, m): walk `order`
+ * on from *next until *tested jobs count towards the backfill's depth n_test (HOLD_PASSED
+ * jobs are passed over uncounted), appending those no limit holds now to cand (their index
+ * into order), units and limit at *m. 0, or -1 with an exception. */
+static int take_tested(PyObject *order, PyObject *user_use, const Limits *l, Py_ssize_t n_test,
+                       Py_ssize_t *next, Py_ssize_t *tested, Py_ssize_t *cand, long long *units,
+                       double *limit, Py_ssize_t *m) {
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    while (*next < n && *tested < n_test) {
+        Py_ssize_t i = (*next)++;
+        PyObject *job = PyList_GET_ITEM(order, i);
+        long long nodes, cpus;
+        int h = limit_holds(job, user_use, NULL, l, &nodes, &cpus);
+        if (h < 0) return -1;
+        if (h == HOLD_PASSED) continue;
+        (*tested)++;
+        if (h) continue;
+        if (read_ll(slot(job, F_UNITS), &units[*m]) < 0 ||
+            read_double(slot(job, F_LIMIT), &limit[*m]) < 0)
+            return -1;
+        cand[(*m)++] = i;
+    }
+    return 0;
+}
+
 /* plan_limited(order, n_test, params, user_use, limits) -> list[int]
  * The backfill pass under QOS limits (sim/backfill.py, _plan_limited; its reference is
- * plan_limited_model in tests/sim/backfill_model.py): plan() over the first n_test jobs of
- * order less those a limit holds now (limit_filter); then, while a planned start is held
- * by a limit counting the planned starts before it (first_held), the plan is redone without
- * that job. Returns the indices into order of the jobs it starts now. */
+ * plan_limited_model in tests/sim/test_backfill_core.py): plan() over the jobs that count
+ * towards the depth n_test, less those a limit holds now (take_tested); then, while a planned
+ * start is held by a limit counting the planned starts before it (first_held), the plan is
+ * redone without that job, and when the running-jobs limit held it, which Slurm passes over
+ * uncounted, with one more job from the queue. Returns the indices into order of the jobs it
+ * starts now. */
 static PyObject *plan_limited(PyObject *self, PyObject *args) {
     PyObject *order, *rec, *user_use, *lim, *ends, *started = NULL;
     Py_ssize_t n_test;
@@ -1024,36 +1062,27 @@ static PyObject *plan_limited(PyObject *self, PyObject *args) {
         parse_limits(lim, &l) < 0 || parse_params(rec, "plan_limited", &p, &free_now, &ends) < 0)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(order);
-    if (n_test < n) n = n_test;
-    if (n <= 0) return PyList_New(0);
+    if (n_test <= 0 || n == 0) return PyList_New(0);
     /* the candidates: their indices into order, units and limits (held ones left out) */
     Py_ssize_t *cand = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
     long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
     double *limit = PyMem_Malloc((size_t)n * sizeof(double));
     Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
     Py_ssize_t *pos = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
-    Py_ssize_t m = 0, n_out;
+    Py_ssize_t m = 0, n_out, next = 0, tested = 0;
     if (cand == NULL || units == NULL || limit == NULL || held == NULL || pos == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *job = PyList_GET_ITEM(order, i);
-        long long nodes, cpus;
-        int h = limit_holds(job, user_use, NULL, &l, &nodes, &cpus);
-        if (h < 0) goto done;
-        if (h) continue;
-        if (read_ll(slot(job, F_UNITS), &units[m]) < 0 ||
-            read_double(slot(job, F_LIMIT), &limit[m]) < 0)
-            goto done;
-        cand[m++] = i;
-    }
+    if (take_tested(order, user_use, &l, n_test, &next, &tested, cand, units, limit, &m) < 0)
+        goto done;
     for (;;) {
         if (plan_core(units, limit, m, &p, free_now, ends, held, pos, &n_out) < 0) goto done;
         /* the first planned start a limit holds, counting the planned starts before it */
         PyObject *extra = PyDict_New();
         if (extra == NULL) goto done;
         Py_ssize_t first = -1;
+        int how = 0;
         for (Py_ssize_t k = 0; k < n_out && first < 0; k++) {
             PyObject *job = PyList_GET_ITEM(order, cand[pos[k]]);
             long long nodes, cpus;
@@ -1062,7 +1091,10 @@ static PyObject *plan_limited(PyObject *self, PyObject *args) {
                 Py_DECREF(extra);
                 goto done;
             }
-            if (h) first = k;
+            if (h) {
+                first = k;
+                how = h;
+            }
         }
         Py_DECREF(extra);
         if (first < 0) break;
@@ -1072,6 +1104,12 @@ static PyObject *plan_limited(PyObject *self, PyObject *args) {
         memmove(units + k, units + k + 1, (size_t)rest * sizeof(long long));
         memmove(limit + k, limit + k + 1, (size_t)rest * sizeof(double));
         m--;
+        if (how == HOLD_PASSED) { /* it did not count: the walk goes one job deeper */
+            tested--;
+            if (take_tested(order, user_use, &l, n_test, &next, &tested, cand, units, limit,
+                            &m) < 0)
+                goto done;
+        }
     }
     started = index_list(pos, n_out, cand);
 done:

@@ -55,6 +55,23 @@ class AcctPolicy(EngineState):
                 return REASON_CPUS
         return None
 
+    def _bf_passes_over(self, job: SimJob, extra: dict[int, list[int]] | None = None) -> bool:
+        """Whether Slurm's backfill (22.05's ``_attempt_backfill``) passes ``job`` over before
+        it counts towards ``bf_max_job_test``: the running-jobs limit holds it
+        (``acct_policy_job_runnable_pre_select``), or it is over the per-user node cap on its
+        own (``get_node_cnts``). Node and CPU counts with the user's running jobs are checked
+        after the will-run test, so a job they hold counts."""
+        reason = self._limit_reason(job, extra)
+        if reason == REASON_JOBS:
+            return True
+        lim = self.limits
+        return (
+            reason == REASON_NODES
+            and lim is not None
+            and lim.max_nodes_per_user is not None
+            and self._tres(job)[0] > lim.max_nodes_per_user
+        )
+
     def _unheld(self, order: list[SimJob], stop: int) -> tuple[list[int], list[SimJob]] | None:
         """The indices, and the jobs, among the first ``stop`` of ``order`` that no limit
         holds back now, or None when none is held: :meth:`_limit_reason` over them, compiled

@@ -11,6 +11,7 @@ from sim import _backfill
 from sim.engine_state import EngineState
 from sim.mapparams import MapParams
 from sim.pools import Alloc, SegmentMap, spread
+from sim.state import SimJob
 
 # Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
 WILL_RUN_WINDOW = 30.0
@@ -74,8 +75,11 @@ class Backfill(EngineState):
         """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
         in the walk (counting the jobs the pass starts before them) are left out, with no
         reservation. The plan is redone without the first job a limit holds until none is
-        held: the walk before that job is unchanged, so this is the walk in order
-        (``_backfill.plan_limited``; its Python model is tests/sim/backfill_model.py)."""
+        held: the walk before that job is unchanged, so this is the walk in order. Jobs that
+        Slurm passes over before its will-run test (:meth:`_bf_passes_over`) do not count
+        towards ``bf_max_job_test``, so the walk goes deeper past them
+        (``_backfill.plan_limited``; its Python model is plan_limited_model in
+        tests/sim/test_backfill_core.py)."""
         st = self.state
         return _backfill.plan_limited(
             st.order,
@@ -84,6 +88,21 @@ class Backfill(EngineState):
             st.user_use,
             self._limit_params(),
         )
+
+    def _bf_depth_stop(self, order: list[SimJob]) -> int:
+        """How far into ``order`` the backfill walks: to its ``bf_max_job_test``-th job that
+        counts, passing over uncounted the jobs a limit holds before the will-run test
+        (:meth:`_bf_passes_over`, as limits hold them at the pass's start)."""
+        n_test = self.cfg.bf_max_job_test
+        if not self._run_limits:
+            return min(len(order), n_test)
+        tested = 0
+        for i, job in enumerate(order):
+            if tested >= n_test:
+                return i
+            if not self._bf_passes_over(job):
+                tested += 1
+        return len(order)
 
     def _segment_map(
         self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]
@@ -167,8 +186,7 @@ class Backfill(EngineState):
     def _backfill_pools(self) -> None:
         """:meth:`_backfill_pass` on node pools (sim/pools.py)."""
         order = self.state.order
-        stop = min(len(order), self.cfg.bf_max_job_test)
-        plan = self._walk_pools(stop, True)
+        plan = self._walk_pools(self._bf_depth_stop(order), True)
         assert isinstance(plan, list)
         if plan:
             self._start_picked(plan, backfill=True)

@@ -451,10 +451,28 @@ def test_limited_picks_and_first_held_match_the_limit_checks(
 
 def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-def]
     """The backfill plan under QOS limits by the Python rules (``_limit_reason``,
-    ``_count_start``) and :func:`plan_model`: the jobs a limit holds now are left out; while
-    a planned start is held (counting the planned starts before it), the plan is redone
-    without it. Indices into ``order`` of the jobs started now."""
-    cand = [i for i, job in enumerate(order[:n_test]) if sim._limit_reason(job) is None]
+    ``_bf_passes_over``, ``_count_start``) and :func:`plan_model`: the walk counts ``n_test``
+    jobs, passing over uncounted those ``_bf_passes_over`` holds now; the jobs a limit holds
+    now are left out. While a planned start is held (counting the planned starts before it),
+    the plan is redone without it, and one job deeper when it was passed over uncounted.
+    Indices into ``order`` of the jobs started now."""
+    cand: list[int] = []
+    walk = iter(range(len(order)))
+    tested = 0
+
+    def take() -> None:
+        nonlocal tested
+        while tested < n_test:
+            i = next(walk, None)
+            if i is None:
+                return
+            if sim._bf_passes_over(order[i]):
+                continue
+            tested += 1
+            if sim._limit_reason(order[i]) is None:
+                cand.append(i)
+
+    take()
     while True:
         idx = plan_model([(order[i].units, order[i].limit) for i in cand], len(cand), params)
         extra: dict[int, list[int]] = {}
@@ -466,7 +484,12 @@ def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-d
             sim._count_start(order[cand[i]], extra)
         if held < 0:
             return [cand[i] for i in idx]
+        job = order[cand[idx[held]]]
+        passed = sim._bf_passes_over(job, extra)
         del cand[idx[held]]
+        if passed:
+            tested -= 1
+            take()
 
 
 @settings(max_examples=300, deadline=None)

@@ -364,6 +364,33 @@ def test_backfill_counts_the_jobs_it_starts_in_the_same_pass(pools):
 
 
 @pytest.mark.parametrize("pools", [False, True])
+def test_backfill_depth_passes_over_jobs_the_running_jobs_limit_holds(pools):
+    # 4 nodes, MaxJobsPerUser=1, bf_max_job_test=2. Job 1 (user 0, 3 nodes) runs until 100;
+    # job 2 (user 1, 4 nodes) is reserved for t=100; user 0's jobs 3 and 4 are held by the
+    # running-jobs limit. Slurm 22.05's backfill passes those over before they count
+    # towards the depth (acct_policy_job_runnable_pre_select comes before the will-run test
+    # that bf_max_job_test counts), so job 5 (user 2, 1 node, limit 60) is the second job
+    # tested and starts at the first pass, t=30. With a depth of 1 it is not reached.
+    rows = [(0, 100, 100, 3, 0), (1, 10, 100, 4, 1)]
+    rows += [(2, 50, 60, 1, 0), (2, 50, 60, 1, 0), (2, 50, 60, 1, 2)]
+    lim = QosLimits(max_jobs_per_user=1)
+    got = {}
+    for depth in (1, 2):
+        if pools:
+            cfg = SlurmConfig.from_text(
+                f"SchedulerParameters=bf_max_job_test={depth}\n" + CPU_GPU.replace(PROMPT, "")
+            )
+            trace = replace(make_trace(rows, total=6), partitions=["cpu"] * 5)
+        else:
+            cfg, trace = SlurmConfig(bf_max_job_test=depth), make_trace(rows, total=4)
+        sim = Simulator(trace, cfg, limits=lim)
+        sim.run()
+        got[depth] = starts(sim)
+        assert got[depth][2] == 100.0
+    assert got[2][5] == 30.0 and got[1][5] > 100.0
+
+
+@pytest.mark.parametrize("pools", [False, True])
 def test_limits_hold_on_a_random_workload(pools):
     # Never more than 2 running jobs or 5 nodes per user, never more nodes than a partition
     # has.

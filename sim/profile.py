@@ -817,6 +817,7 @@ def fit(
     if second.outage_s is not None:  # else the first start already searched that world
         other = _pair_search(second, pairs[1:], score, with_option)
         best = min(best, _descend(other, axes, score, with_option), key=score)
+    best = _polish(best, POLISH_PAIRS, score, with_option, axes)
     best.steps = prof.steps
     best.recent, best.recency = recent, recency
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
@@ -835,6 +836,38 @@ def _pair_search(
             (with_option(with_option(p, a, x), b, y) for x in a_opts for y in b_opts),
             key=score,
         )
+    return p
+
+
+#: the pairs of settings that bound together what may start (the availability window, the
+#: outages and backfill's depth): a descent moving one at a time can stop where only a move
+#: of two lowers the loss, so the fit's last step tries every pair of their options
+POLISH_PAIRS: tuple[tuple[str, tuple[object, ...]], ...] = (
+    ("window_s", WINDOWS),
+    ("outage_s", OUTAGES),
+    ("bf_max_job_test", BACKFILL_DEPTHS),
+)
+
+
+def _polish(
+    p: SiteProfile,
+    settings: tuple[tuple[str, tuple[object, ...]], ...],
+    score: Score,
+    with_option: WithOption,
+    axes: list[tuple[str, list[object]]],
+) -> SiteProfile:
+    """``p`` after moves of two ``settings`` at once (every pair of them, each pair's best
+    options), each followed by a descent, in rounds (at most 2) while the score falls."""
+    pairs: list[Pair] = [
+        (a, list(a_opts), b, list(b_opts))
+        for i, (a, a_opts) in enumerate(settings)
+        for b, b_opts in settings[i + 1 :]
+    ]
+    for _ in range(2):
+        cand = _descend(_pair_search(p, pairs, score, with_option), axes, score, with_option)
+        if score(cand) >= score(p) - 1e-9:
+            break
+        p = cand
     return p
 
 

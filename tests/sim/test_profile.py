@@ -118,6 +118,31 @@ def test_fit_recovers_a_shallow_backfill_depth(tmp_path):
     assert again.config().bf_max_job_test == 10
 
 
+def test_the_fit_moves_two_settings_where_one_at_a_time_stops():
+    # A loss with a trap: from a 1-h window with outages after 2 h, no move of one setting
+    # lowers it, but a 6-h window with no outages is lower, and then a depth of 10 lower
+    # still. The descent alone stops; the polish (every pair of window, outages and depth,
+    # then a descent) reaches both.
+    from dataclasses import replace
+
+    from sim.profile import POLISH_PAIRS, _descend, _polish
+
+    start = SiteProfile("t", "", "nodes", 8, 8, "fifo", 1.0, 3600.0, None, "", False, 0.0, 0.0)
+    start = replace(start, outage_s=7200.0, bf_max_job_test=30)
+    losses = {(3600.0, 7200.0, 30): 0.8, (6 * 3600.0, None, 30): 0.6, (6 * 3600.0, None, 10): 0.5}
+
+    def score(p: SiteProfile) -> float:
+        return losses.get((p.window_s, p.outage_s, p.bf_max_job_test), 1.0)
+
+    def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
+        return replace(p, **{name: opt})
+
+    axes = [(name, list(opts)) for name, opts in POLISH_PAIRS]
+    assert _descend(start, axes, score, with_option) == start
+    got = _polish(start, POLISH_PAIRS, score, with_option, axes)
+    assert (got.window_s, got.outage_s, got.bf_max_job_test) == (6 * 3600.0, None, 10)
+
+
 def test_a_recent_fit_judges_only_the_last_share_of_the_fit_period(tmp_path):
     """``recent``: the fit's loss and priority fit judge the jobs of the fit period's last
     share only; the limits still come from the whole period, and the replay covers the log."""

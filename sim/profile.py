@@ -741,7 +741,8 @@ def fit(
     jointly with the availability window. With ``recent``, the loss and the priority fit
     judge only the jobs of the last ``recent`` share of the fit period (:func:`split`); the
     whole log is still replayed, and the limits still come from the whole fit period.
-    ``recent=AUTO`` chooses between the two inside the past (:func:`choose_recent`)."""
+    ``recent=AUTO`` chooses between the two inside the past (:func:`choose_recent`). Its
+    last step moves the window, the outages and the depth two at a time (:func:`_polish`)."""
     recency: dict[str, list[float]] = {}
     if recent == AUTO:
         recent, recency = choose_recent(

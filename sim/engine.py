@@ -26,7 +26,7 @@ import heapq
 import math
 import pickle
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from sim.engine_state import _END, _KICK, _NAN, _SUBMIT, _TIMER, BackfillCycle
 from sim.estimates import StartEstimates, will_run_start
 from sim.job_mgr import JobManager, JobView, Record, _TraceArrays
 from sim.job_scheduler import MainScheduler
-from sim.limits import REASON_SUBMIT, QosLimits
+from sim.limits import REASON_SUBMIT, QosLimits, checked_limit_steps
 from sim.mapparams import MapParams
 from sim.pools import Pools
 from sim.priority import PriorityModel
@@ -74,7 +74,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
     on its partition's nodes only. ``limits``: per-user QOS limits (sim/limits.py).
     ``availability``: the units that may be allocated over time (sim/availability.py): of
     the one pool, or with node pools per partition (each a pool of its own that no other
-    partition shares). :meth:`run` always returns; :meth:`never_started` lists what never ran.
+    partition shares). ``limit_steps``: (time, limits) from which other limits on running
+    jobs hold (a site that changed its QOS). :meth:`run` always returns;
+    :meth:`never_started` lists what never ran.
     """
 
     #: do runs of calc ticks at which nothing else is due in one compiled call
@@ -96,6 +98,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         limits: QosLimits | None = None,
         cycle: BackfillCycle | None = None,
         availability: Availability | Mapping[str, Availability] | None = None,
+        limit_steps: Sequence[tuple[float, QosLimits]] = (),
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -124,6 +127,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         self._pools = Pools(cfg, unit, self.total_units) if Pools.active(cfg) else None
         self.limits = limits if limits is not None and limits.any else None
         self._run_limits = self.limits is not None and self.limits.run_limited
+        self._limits0 = self.limits
+        self._limit_steps = checked_limit_steps(self.limits, limit_steps)
         # CPUs per node on a node-counted cluster (QOS cpu limits), when the config says
         self._node_cpus = cfg.cpus // cfg.nodes if cfg.nodes and cfg.cpus else 1
         # the slow, general passes: node pools or limits on running jobs
@@ -322,6 +327,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             t = min(t, self._av_t[st.av_at])
         if st.kick_at > st.now:
             t = min(t, st.kick_at)
+        if st.lim_at < len(self._limit_steps):
+            t = min(t, self._limit_steps[st.lim_at][0])
         return t
 
     def advance(self, until: float) -> None:
@@ -398,6 +405,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         that finished before the snapshot."""
         state, n = pickle.loads(blob)
         self.state = state
+        self._set_limits(self._limit_steps[state.lim_at - 1][1] if state.lim_at else self._limits0)
         self.prio.fairshare = state.fairshare
         for rec in self._log[n:]:
             del self._fin_pos[rec.job_id]
@@ -439,7 +447,25 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         st.seq += 1
         heapq.heappush(st.heap, (t, kind, st.seq, payload))
 
-    def _loop(self, until: float) -> None:  # noqa: C901 -- the event loop, inlined for speed
+    def _loop(self, until: float) -> None:
+        """Process the events up to ``until``; a limit step due by then takes effect at its
+        time, after the events before it, and both schedulers look at the queue again then."""
+        steps, st = self._limit_steps, self.state
+        while st.lim_at < len(steps) and steps[st.lim_at][0] <= until:
+            t, limits = steps[st.lim_at]
+            self._loop_events(math.nextafter(t, -math.inf))
+            st = self.state
+            st.lim_at += 1
+            self._set_limits(limits)
+            self._push(max(t, st.now), _KICK, None)
+        self._loop_events(until)
+
+    def _set_limits(self, limits: QosLimits | None) -> None:
+        """Hold ``limits`` from now on (a limit step, or a restore)."""
+        self.limits = limits
+        self._limit_params_made = None
+
+    def _loop_events(self, until: float) -> None:  # noqa: C901 -- the event loop, inlined
         """Process the events up to ``until``; the reference of ``_backfill.run_loop``."""
         life = self._life_ctx()  # the compiled life cycle, where it applies
         arrive = life if life is not None and self._life_arrivals() else None

@@ -17,6 +17,7 @@ otherwise silently drop a limit).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,3 +145,23 @@ def _apply(values: dict[str, int | None], key: str, value: str, where: str) -> N
             f"{where}: unknown limit {key!r} (known: MaxJobsPerUser, MaxTRESPerUser, "
             "MaxSubmitJobsPerUser)"
         )
+
+
+def checked_limit_steps(
+    first: QosLimits | None, steps: Sequence[tuple[float, QosLimits]]
+) -> list[tuple[float, QosLimits]]:
+    """``steps`` (time, limits from then on) in time order, checked against the limits
+    held first: a step may change the limits on running jobs, not whether there are any
+    (the per-user counts are kept only where there are), nor the submit limit."""
+    out = sorted((float(t), lim) for t, lim in steps)
+    for t, lim in out:
+        before = first is not None and first.run_limited
+        if lim.run_limited != before or lim.max_submit_jobs_per_user != (
+            first.max_submit_jobs_per_user if first is not None else None
+        ):
+            raise ValueError(
+                f"limit step at t={t:g}: {lim.to_text() or 'no limits'} must keep limits on "
+                f"running jobs, and the submit limit, as the first limits "
+                f"({first.to_text() if first is not None else 'none'})"
+            )
+    return out

@@ -54,6 +54,7 @@ from sim.availability import (
 from sim.calibration import find_stored, store_beside
 from sim.config import SlurmConfig
 from sim.fidelity import Fidelity, fidelity, spearman
+from sim.limit_breaks import WALL_USERS, limit_steps, per_user_max
 from sim.limits import QosLimits
 from sim.phases import gc_paused
 from sim.priority import submit_priorities
@@ -64,7 +65,6 @@ SUFFIX = ".profile.json"
 CACHE_DIR = "profiles"
 FIT_FRACTION = 2 / 3
 WARMUP = 0.1  # of the span, after the first recorded start: the replay starts empty
-WALL_USERS = 3
 #: candidate settings the fit chooses among (availability windows in seconds; None: none)
 WINDOWS: tuple[float | None, ...] = (None, 3600.0, 6 * 3600.0, 86400.0, 3 * 86400.0)
 PRIORITIES: dict[str, str] = {
@@ -280,7 +280,8 @@ class SiteProfile:
         seed: int = 0,
     ) -> Any:
         """A :class:`~sim.engine.Simulator` of ``run`` (default ``trace``, whose recorded
-        schedule gives the availability timeline) in this profile's world; ``total_units``
+        schedule gives the availability timeline and where the limits change,
+        :func:`~sim.limit_breaks.limit_steps`) in this profile's world; ``total_units``
         other than the profile's size scales the timeline with it (:meth:`availability`)."""
         from sim.engine import Simulator
 
@@ -289,8 +290,9 @@ class SiteProfile:
             self.config(total_units),
             total_units=total_units or self.units,
             seed=seed,
-            limits=self.qos(),
+            limits=(limits := self.qos()),
             availability=self.availability(trace, total_units),
+            limit_steps=limit_steps(trace, limits),
         )
 
     def describe(self) -> str:
@@ -501,20 +503,8 @@ def user_maxima(trace: Trace, mask: np.ndarray) -> tuple[dict[int, int], dict[in
     end = start + np.maximum(trace.runtime[m], 0)
     units = trace.units[m].astype(np.int64)
     users = trace.user[m]
-    jobs: dict[int, int] = {}
-    nodes: dict[int, int] = {}
-    order = np.argsort(users, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, users[order][1:] != users[order][:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        idx = order[a:b]
-        t = np.r_[start[idx], end[idx]]
-        o = np.lexsort((np.r_[np.ones(idx.size), -np.ones(idx.size)], t))
-        one = np.r_[np.ones(idx.size, np.int64), -np.ones(idx.size, np.int64)][o]
-        u = np.r_[units[idx], -units[idx]][o]
-        user = int(users[idx[0]])
-        jobs[user] = int(np.cumsum(one).max())
-        nodes[user] = int(np.cumsum(u).max())
-    return jobs, nodes
+    jobs = per_user_max(start, end, np.ones(units.size, np.int64), users)
+    return jobs, per_user_max(start, end, units, users)
 
 
 def wall(maxima: dict[int, int]) -> int | None:

@@ -95,8 +95,9 @@ DEFAULT_WINDOW_S = 6 * 3600.0
 
 def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
     """The stored site profile's world, or the recorded schedule's bounds on the given one:
-    (total, cfg, limits, availability); notes on standard error say which."""
+    (total, cfg, limits, availability, limit steps); notes on standard error say which."""
     from sim.availability import fitted, recorded_usage
+    from sim.limit_breaks import limit_steps
     from sim.profile import load
 
     explicit = args.nodes or args.slurm_conf or args.qos_limits
@@ -104,12 +105,20 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
     if prof is not None:
         note = f"site profile {prof.path}: {prof.describe()}"
         console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
-        return prof.units, prof.config(), prof.qos(), prof.availability(trace)
+        qos = prof.qos()
+        steps = limit_steps(trace, qos)
+        for t, lim in steps:
+            console.print(
+                f"[cyan]note:[/cyan] from t={t / 86400:.2f} days the recorded schedule breaks "
+                f"the limits ({qos.to_text() if qos else ''}): {lim.to_text()} from then on",
+                soft_wrap=True,
+            )
+        return prof.units, prof.config(), qos, prof.availability(trace), steps
     if size_from:
         console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     use = recorded_usage(trace)
     if not use.peak or Pools.active(cfg):
-        return total, cfg, limits, None
+        return total, cfg, limits, None, []
     why = "--no-profile" if args.no_profile else "none stored; make one with `hpcsim fit TRACE`"
     why = "options given" if explicit else why
     console.print(f"[cyan]note:[/cyan] no site profile ({why})", soft_wrap=True)
@@ -131,7 +140,7 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
         f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment",
         soft_wrap=True,
     )
-    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S)
+    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S), []
 
 
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]
@@ -229,8 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sim.engine import Simulator
 
     try:
-        total, cfg, limits, avail = _world(args, trace, cfg, total, limits, console, size_from)
-        sim = Simulator(trace, cfg, total_units=total, limits=limits, availability=avail)
+        total, cfg, limits, avail, steps = _world(
+            args, trace, cfg, total, limits, console, size_from
+        )
+        sim = Simulator(
+            trace, cfg, total_units=total, limits=limits, availability=avail, limit_steps=steps
+        )
         with timer.phase("simulate"), gc_paused():
             sim.run(progress=not args.no_progress and sys.stderr.isatty())
     except ConfigError as e:

@@ -129,3 +129,4 @@ class SimState:
     rejected: dict[int, str] = field(default_factory=dict)  # job id -> why it was rejected
     cap: int = 0  # units available now (sim/availability.py; the cluster's size without)
     av_at: int = 0  # the next availability step
+    lim_at: int = 0  # the next limit step (Simulator's limit_steps)

@@ -36,9 +36,10 @@ def recorded_log(
     n: int = 1500,
     seed: int = 3,
     cfg: SlurmConfig | None = None,
+    limit_steps: tuple[tuple[float, QosLimits], ...] = (),
 ):
-    """A loaded workload of 8 users, replayed under ``limits`` (and ``cfg``, default
-    Slurm's); its schedule recorded."""
+    """A loaded workload of 8 users, replayed under ``limits`` (changed by
+    ``limit_steps``) and ``cfg`` (default Slurm's); its schedule recorded."""
     rng = np.random.default_rng(seed)
     submit = np.sort(rng.uniform(0, 5 * 86400, n))
     runtime = rng.uniform(600, 6 * 3600, n).round()
@@ -49,7 +50,7 @@ def recorded_log(
         for s, r, u, us in zip(submit, runtime, units, users, strict=True)
     ]
     trace = make_trace(rows, total=total)
-    sim = Simulator(trace, cfg or SlurmConfig(), limits=limits)
+    sim = Simulator(trace, cfg or SlurmConfig(), limits=limits, limit_steps=limit_steps)
     sim.run()
     start = {r.trace_index: r.start for r in sim.records}
     trace.recorded_start = np.array([start[i] for i in range(n)])

@@ -43,18 +43,20 @@ def limit_steps(
     jobs_cap = limits.max_jobs_per_user
     if jobs_cap is not None:
         ones = np.ones(units.size, np.int64)
-        found = _break(start, end, ones, who, jobs_cap, users)
+        found = _break(running_totals(start, end, ones, who), jobs_cap, users)
         if found is not None:
             changes.setdefault(found[0], {})["max_jobs_per_user"] = found[1]
     cap = limits.max_nodes_per_user
     if cap is not None:
         counted = units <= cap if limits.larger_jobs_exempt else np.ones(units.size, bool)
-        found = _break(start[counted], end[counted], units[counted], who[counted], cap, users)
+        sweep = running_totals(start[counted], end[counted], units[counted], who[counted])
+        found = _break(sweep, cap, users)
         if found is not None:
             t, new = found
             while limits.larger_jobs_exempt:  # raise the cap until it holds its own jobs
                 wider = units <= new
-                after = _max_use_from(start[wider], end[wider], units[wider], who[wider], t)
+                sweep = running_totals(start[wider], end[wider], units[wider], who[wider])
+                after = _max_use_from(sweep, t)
                 if after <= new:
                     break
                 new = after
@@ -92,46 +94,34 @@ def running_totals(
     return u, t, total - offset
 
 
-def _break(
-    start: np.ndarray,
-    end: np.ndarray,
-    amount: np.ndarray,
-    who: np.ndarray,
-    cap: int,
-    users: int,
-) -> tuple[float, int] | None:
+Sweep = tuple[np.ndarray, np.ndarray, np.ndarray]  # running_totals' (user, time, total)
+
+
+def _break(sweep: Sweep, cap: int, users: int) -> tuple[float, int] | None:
     """(when ``users`` distinct users have run above ``cap``, the most any user runs from
     then on), or None when fewer ever do."""
-    u, t, total = running_totals(start, end, amount, who)
+    u, t, total = sweep
     over = total > cap
-    if not over.any():
+    _, first = np.unique(u[over], return_index=True)  # each user's first time over
+    firsts = np.sort(t[over][first])
+    if firsts.size < users:
         return None
-    firsts: dict[int, float] = {}
-    for user, when in zip(u[over].tolist(), t[over].tolist(), strict=True):
-        if user not in firsts:
-            firsts[user] = when
-    if len(firsts) < users:
-        return None
-    at = sorted(firsts.values())[users - 1]
-    return at, _max_use_from(start, end, amount, who, at)
+    at = float(firsts[users - 1])
+    return at, _max_use_from(sweep, at)
 
 
-def _max_use_from(
-    start: np.ndarray, end: np.ndarray, amount: np.ndarray, who: np.ndarray, at: float
-) -> int:
-    """The most any user runs at once at or after ``at``."""
-    u, t, total = running_totals(start, end, amount, who)
+def _max_use_from(sweep: Sweep, at: float) -> int:
+    """The most any user runs at once at or after ``at``: each user's total after their
+    events from then on, and the one in force at ``at`` (after their last event before)."""
+    u, t, total = sweep
     if not u.size:
         return 0
-    # each user's total in force at ``at`` (after their last event before it), and after
     late = t >= at
     best = int(total[late].max()) if late.any() else 0
-    bounds = np.flatnonzero(np.r_[True, u[1:] != u[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        k = a + int(np.searchsorted(t[a:b], at, side="left")) - 1
-        if k >= a:
-            best = max(best, int(total[k]))
-    return best
+    first = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
+    before = np.add.reduceat((~late).astype(np.int64), first)  # a prefix of each user's
+    last = (first + before - 1)[before > 0]
+    return max(best, int(total[last].max())) if last.size else best
 
 
 def per_user_max(

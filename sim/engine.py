@@ -454,7 +454,6 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         while st.lim_at < len(steps) and steps[st.lim_at][0] <= until:
             t, limits = steps[st.lim_at]
             self._loop_events(math.nextafter(t, -math.inf))
-            st = self.state
             st.lim_at += 1
             self._set_limits(limits)
             self._push(max(t, st.now), _KICK, None)

@@ -154,11 +154,10 @@ def checked_limit_steps(
     held first: a step may change the limits on running jobs, not whether there are any
     (the per-user counts are kept only where there are), nor the submit limit."""
     out = sorted((float(t), lim) for t, lim in steps)
+    run_limited = first is not None and first.run_limited
+    submit = first.max_submit_jobs_per_user if first is not None else None
     for t, lim in out:
-        before = first is not None and first.run_limited
-        if lim.run_limited != before or lim.max_submit_jobs_per_user != (
-            first.max_submit_jobs_per_user if first is not None else None
-        ):
+        if lim.run_limited != run_limited or lim.max_submit_jobs_per_user != submit:
             raise ValueError(
                 f"limit step at t={t:g}: {lim.to_text() or 'no limits'} must keep limits on "
                 f"running jobs, and the submit limit, as the first limits "

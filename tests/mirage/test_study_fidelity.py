@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from mirage.envs.options import build_world
 from mirage.study import _parser, study_world, world_fidelity
+from sim.limit_breaks import limit_steps
 from sim.profile import starting_profile, store
 from sim.traces.read import read_trace
 from tests.sim.recorded import write_recorded
@@ -33,6 +34,13 @@ def test_the_study_replays_in_the_stored_site_profile(tmp_path):
 
     world, twin, table, line = study()
     assert twin.profile is not None and world.total_units == 20
+    # the profile's limit, lifted where the log's record (made without limits) breaks it
+    steps = limit_steps(trace, prof.qos())
+    assert steps and steps[0][1].max_jobs_per_user > 2
+    assert world.sim.limits == steps[-1][1]
+    first = world.checkpoints[0]
+    assert first.time < steps[0][0]
+    world.sim.restore(first.sim_state)
     assert world.sim.limits.max_jobs_per_user == 2
     assert line.startswith("Simulator: site profile site.swf.profile.json (20 procs, ")
     assert "Replay against the recorded schedule (1500 jobs)" in line
@@ -47,7 +55,7 @@ def test_the_study_replays_in_the_stored_site_profile(tmp_path):
             trace=world.trace,
             make_simulator=twin.make_simulator,
         )
-        assert other.sim.limits.max_jobs_per_user == 2
+        assert other.sim.limits == steps[-1][1]
         assert other.sim.availability.units == tuple(
             min(units, round(u * units / 20)) for u in avail
         )

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(slurm-wlm munge fuse3 libfuse3-dev pkg-config redis-server fio prometheus)
+APT_PKGS=(slurm-wlm munge slurmdbd mariadb-server fuse3 libfuse3-dev pkg-config redis-server fio prometheus)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

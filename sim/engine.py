@@ -449,14 +449,19 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
 
     def _loop(self, until: float) -> None:
         """Process the events up to ``until``; a limit step due by then takes effect at its
-        time, after the events before it, and both schedulers look at the queue again then."""
+        time, after the events before it. As in Slurm, a QOS change wakes neither scheduler
+        (backfill's ``_more_work`` sees no job, node or partition change): the jobs it frees
+        start at the next event that does (a submission, a job's end, a priority change) or
+        at the periodic full main pass (``sched_interval``), as measured on real Slurm 22.05
+        (``tests/slurm/test_sim_vs_real_slurm.py``)."""
         steps, st = self._limit_steps, self.state
         while st.lim_at < len(steps) and steps[st.lim_at][0] <= until:
             t, limits = steps[st.lim_at]
             self._loop_events(math.nextafter(t, -math.inf))
             st.lim_at += 1
             self._set_limits(limits)
-            self._push(max(t, st.now), _KICK, None)
+            st.now = max(st.now, t)
+            st.full_main_due = True
         self._loop_events(until)
 
     def _set_limits(self, limits: QosLimits | None) -> None:

@@ -17,6 +17,7 @@ import math
 import re
 import statistics
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from hpcbase.jobs import JobSpec
 from hpcbase.slurm.ctldlog import read_events
 from sim.config import SlurmConfig
 from sim.engine import BackfillCycle, Simulator
+from sim.limits import QosLimits
 from sim.realslurm import WorkloadJob
 
 
@@ -96,16 +98,38 @@ def summary(t: Timing) -> Timing:
 
 
 def simulate(
-    jobs: list[WorkloadJob], rows: list[dict], conf: Path, timing: Timing | None = None
+    jobs: list[WorkloadJob],
+    rows: list[dict],
+    conf: Path,
+    timing: Timing | None = None,
+    *,
+    qos: str | None = None,
+    qos_applied: Sequence[tuple[float, str]] = (),
 ) -> dict[str, float]:
     """Replay the jobs as real Slurm received them; returns simulated start per name.
 
     With ``timing`` (the ``cycle`` replay) each job runs its sleep, submissions fall at
     their sub-second times, and a start is reported, as Slurm records it, at the whole
-    second it fell in."""
+    second it fell in. ``qos`` and ``qos_applied`` are :func:`sim.realslurm.run_workload`'s
+    limits and the changes it made (Unix time, limits): each change sets its keys and
+    keeps the others, as ``sacctmgr modify`` does."""
     cfg = SlurmConfig.from_file(conf)
     t0 = min(r["submit"] for r in rows)
-    sim = Simulator(None, cfg, epoch=t0, cycle=timing.cycle() if timing else None)
+    text = qos or ""
+    limits = QosLimits.from_text(text, "qos") if qos else None
+    steps = []
+    for at, change in qos_applied:
+        text = f"{text} {change}"
+        steps.append((at - t0, QosLimits.from_text(text, "qos")))
+    users = {u: k for k, u in enumerate(sorted({j.user for j in jobs}))}
+    sim = Simulator(
+        None,
+        cfg,
+        epoch=t0,
+        cycle=timing.cycle() if timing else None,
+        limits=limits,
+        limit_steps=steps,
+    )
     by_name = {r["name"]: r for r in rows}
     ids: dict[str, int] = {}
 
@@ -146,6 +170,7 @@ def simulate(
                 name=job.name,
                 dependency=dep,
                 partition=job.partition,
+                user=users[job.user],
             )
         )
     sim.run()

@@ -2,6 +2,7 @@
 # A single-node Slurm cluster on loopback, for tests and benchmarks.
 #
 #   scripts/slurm-cluster.sh start|stop|status|env [--dir DIR] [--cpus N] [--conf-extra FILE]
+#                            [--accounting]
 #
 # Everything lives in one folder (default ${MIRAGE_SLURM_DIR:-/tmp/mirage-slurm}): slurm.conf,
 # its own munge key, socket and munged, spool, state, logs and pid files. Nothing under /etc or
@@ -12,9 +13,14 @@
 #
 #   start   start whatever is not running (munged, slurmctld, slurmd) and wait until the node
 #           is idle; "already running" exits 0. With --conf-extra FILE, FILE's lines are
-#           appended to the generated slurm.conf (scheduler settings).
-#   stop    cancel this cluster's jobs and stop its daemons; exits 0 if already stopped.
-#           --only slurmctld|slurmd|munged stops only that daemon (for failure tests).
+#           appended to the generated slurm.conf (scheduler settings). With --accounting, an
+#           accounting database of its own (MariaDB in DIR/db, slurmdbd) holds the cluster,
+#           account "mirage" with this user in it, and QOS "normal": slurmctld enforces its
+#           limits (AccountingStorageEnforce=associations,limits,qos; set them with sacctmgr).
+#           Ports: MIRAGE_SLURMDBD_PORT (16819) and MIRAGE_SLURM_DB_PORT (16820), loopback.
+#   stop    cancel this cluster's jobs and stop its daemons (slurmdbd and MariaDB too);
+#           exits 0 if already stopped.
+#           --only slurmctld|slurmd|munged|slurmdbd stops only that daemon (failure tests).
 #   status  show the daemons and the node; exit 0 if all run, 3 if none, 1 if some.
 #   env     print `export SLURM_CONF=...` for a shell: eval "$(scripts/slurm-cluster.sh env)"
 #   conf    print the path of the generated slurm.conf.
@@ -22,7 +28,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -38,6 +44,7 @@ DIR=${MIRAGE_SLURM_DIR:-/tmp/mirage-slurm}
 CPUS=16
 CONF_EXTRA=""
 ONLY=""
+ACCOUNTING=0
 while (($#)); do
     case $1 in
         --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
@@ -48,13 +55,14 @@ while (($#)); do
         --conf-extra=*) CONF_EXTRA=${1#*=}; shift ;;
         --only) ONLY=${2:?--only needs a daemon name}; shift 2 ;;
         --only=*) ONLY=${1#*=}; shift ;;
+        --accounting) ACCOUNTING=1; shift ;;
         -h|--help) usage 0 ;;
         *) echo "slurm-cluster: unknown argument: $1" >&2; usage 2 ;;
     esac
 done
 [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
-[[ -z $ONLY || $ONLY =~ ^(slurmctld|slurmd|munged)$ ]] \
-    || die "--only must be slurmctld, slurmd or munged, got '$ONLY'"
+[[ -z $ONLY || $ONLY =~ ^(slurmctld|slurmd|munged|slurmdbd)$ ]] \
+    || die "--only must be slurmctld, slurmd, munged or slurmdbd, got '$ONLY'"
 if [[ -n $CONF_EXTRA ]]; then
     [[ -f $CONF_EXTRA ]] || die "--conf-extra: no such file: $CONF_EXTRA"
     CONF_EXTRA=$(cd "$(dirname "$CONF_EXTRA")" && pwd)/$(basename "$CONF_EXTRA")
@@ -64,12 +72,17 @@ fi
 
 CTLD_PORT=${MIRAGE_SLURMCTLD_PORT:-16817}
 SLURMD_PORT=${MIRAGE_SLURMD_PORT:-16818}
+DBD_PORT=${MIRAGE_SLURMDBD_PORT:-16819}
+DB_PORT=${MIRAGE_SLURM_DB_PORT:-16820}
 NODE=${MIRAGE_SLURM_NODE:-$(hostname -s 2>/dev/null || uname -n | cut -d. -f1)}
 CONF=$DIR/slurm.conf
 MUNGE_SOCK=$DIR/munge/munge.socket
 MUNGE_PID=$DIR/munge/munged.pid
 CTLD_PID=$DIR/run/slurmctld.pid
 SLURMD_PID=$DIR/run/slurmd.pid
+DBD_PID=$DIR/run/slurmdbd.pid
+DB_PID=$DIR/run/mariadbd.pid
+DB_SOCK=$DIR/run/mariadbd.sock
 export SLURM_CONF=$CONF
 
 # Unix socket paths are limited to 107 bytes; slurmd's step sockets live in the spool.
@@ -80,7 +93,12 @@ need_bins() {
     for b in munged mungekey slurmctld slurmd sinfo scontrol squeue scancel; do
         command -v "$b" >/dev/null 2>&1 || missing+=("$b")
     done
-    ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]} (install slurm-wlm and munge: scripts/setup.sh)"
+    if ((ACCOUNTING)); then
+        for b in mariadbd mariadb-install-db mariadb slurmdbd sacctmgr; do
+            command -v "$b" >/dev/null 2>&1 || missing+=("$b")
+        done
+    fi
+    ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]} (install slurm-wlm, munge, slurmdbd and mariadb-server: scripts/setup.sh)"
 }
 
 pid_alive() {  # pid_alive PIDFILE -> 0 if the process named in it runs (and is ours)
@@ -88,9 +106,12 @@ pid_alive() {  # pid_alive PIDFILE -> 0 if the process named in it runs (and is 
     [[ -s $1 ]] || return 1
     pid=$(<"$1")
     [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-    # A stale pid file may name a recycled pid: our daemons all have $DIR in their arguments.
+    # A stale pid file may name a recycled pid: our daemons all have $DIR in their arguments
+    # (slurmdbd, which takes no file argument, in its SLURM_CONF).
     args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-    [[ $args == *"$DIR/"* ]]
+    [[ $args == *"$DIR/"* ]] && return 0
+    [[ $args == slurmdbd* ]] || return 1
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$CONF"
 }
 
 port_taken() {  # port_taken PORT -> 0 if something listens on it
@@ -145,6 +166,17 @@ ConstrainDevices=no
 EOF
 }
 
+accounting_lines() {  # the slurm.conf lines of accounting (none without --accounting)
+    if ((ACCOUNTING)); then
+        printf '%s\n' "AccountingStorageType=accounting_storage/slurmdbd" \
+            "AccountingStorageHost=127.0.0.1" "AccountingStoragePort=$DBD_PORT" \
+            "AccountingStoragePass=$MUNGE_SOCK" \
+            "AccountingStorageEnforce=associations,limits,qos"
+    else
+        echo "AccountingStorageType=accounting_storage/none"
+    fi
+}
+
 write_conf() {  # write_conf FILE: the slurm.conf for the current options
     cat >"$1" <<EOF
 # Generated by scripts/slurm-cluster.sh; regenerated on every start.
@@ -166,11 +198,11 @@ SlurmdLogFile=$DIR/log/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
-# Jobs in cgroups where the host lets us (see use_cgroups); no accounting daemon.
+# Jobs in cgroups where the host lets us (see use_cgroups).
 ProctrackType=$PROCTRACK
 TaskPlugin=$TASKPLUGIN
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(accounting_lines)
 JobCompType=jobcomp/filetxt
 JobCompLoc=$DIR/log/jobcomp.txt
 SwitchType=switch/none
@@ -261,6 +293,89 @@ start_daemon() {  # start_daemon NAME PIDFILE PORT LOG ARGS...
     exit 1
 }
 
+# ---- accounting (--accounting): MariaDB and slurmdbd of this cluster alone ----
+
+db_sql() {  # db_sql SQL: run SQL as the database's root (socket authentication)
+    mariadb --no-defaults --socket="$DB_SOCK" -u root -N -e "$1"
+}
+
+start_db() {  # MariaDB in $DIR/db on loopback, created on first start; user slurm for slurmdbd
+    pid_alive "$DB_PID" && return 0
+    if [[ ! -d $DIR/db/mysql ]]; then
+        rm -rf "$DIR/db"
+        mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$DIR/db" \
+            --auth-root-authentication-method=socket --skip-test-db \
+            >>"$DIR/log/mariadb-install.out" 2>&1 \
+            || { echo "slurm-cluster: mariadb-install-db failed" >&2; tail -n 15 "$DIR/log/mariadb-install.out" >&2; exit 1; }
+    fi
+    check_port mariadbd "$DB_PID" "$DB_PORT"
+    rm -f "$DB_SOCK"
+    mariadbd --no-defaults --user="$(id -un)" --datadir="$DIR/db" --socket="$DB_SOCK" \
+        --port="$DB_PORT" --bind-address=127.0.0.1 --pid-file="$DB_PID" \
+        --log-error="$DIR/log/mariadbd.log" --skip-name-resolve --skip-log-bin \
+        --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 \
+        --innodb-buffer-pool-dump-at-shutdown=0 --innodb-buffer-pool-load-at-startup=0 \
+        </dev/null >>"$DIR/log/mariadbd.out" 2>&1 &
+    local i
+    for ((i = 0; i < 300; i++)); do
+        [[ -S $DB_SOCK ]] && db_sql "SELECT 1" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    pid_alive "$DB_PID" || { echo "slurm-cluster: mariadbd did not start" >&2; log_tail mariadbd "$DIR/log/mariadbd.log"; exit 1; }
+    # slurmdbd's password: random, made once, readable by this user alone
+    if [[ ! -s $DIR/db.pass ]]; then
+        (umask 077 && head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/db.pass")
+    fi
+    db_sql "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$(<"$DIR/db.pass")';
+        GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" \
+        || { echo "slurm-cluster: could not create the database user for slurmdbd" >&2; exit 1; }
+}
+
+write_dbd_conf() {  # slurmdbd.conf beside slurm.conf (where slurmdbd looks), mode 600
+    (umask 077 && cat >"$DIR/slurmdbd.conf" <<EOF
+# Generated by scripts/slurm-cluster.sh --accounting; regenerated on every start.
+AuthType=auth/munge
+AuthInfo=socket=$MUNGE_SOCK
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=$(id -un)
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$(<"$DIR/db.pass")
+StorageLoc=slurm_acct_db
+PidFile=$DBD_PID
+LogFile=$DIR/log/slurmdbd.log
+DebugLevel=info
+EOF
+    )
+}
+
+register() {  # the cluster, account "mirage" and this user in slurmdbd (each once)
+    local i out=""
+    for ((i = 0; i < 25; i++)); do
+        out=$(sacctmgr -n -P list cluster format=cluster 2>&1) && break
+        sleep 0.2
+    done
+    [[ $out == *mirage* ]] || sacctmgr -i add cluster mirage >/dev/null \
+        || die "sacctmgr could not add the cluster (slurmdbd: $DIR/log/slurmdbd.log)"
+    [[ -n $(sacctmgr -n -P list account mirage format=account 2>/dev/null) ]] \
+        || sacctmgr -i add account mirage cluster=mirage >/dev/null || die "sacctmgr could not add account mirage"
+    [[ -n $(sacctmgr -n -P list user "$(id -un)" format=user 2>/dev/null) ]] \
+        || sacctmgr -i add user "$(id -un)" account=mirage cluster=mirage >/dev/null \
+        || die "sacctmgr could not add user $(id -un)"
+}
+
+start_accounting() {
+    start_db
+    write_dbd_conf
+    check_port slurmdbd "$DBD_PID" "$DBD_PORT"
+    start_daemon slurmdbd "$DBD_PID" "$DBD_PORT" "$DIR/log/slurmdbd.log" slurmdbd
+    register
+}
+
 node_state() {
     sinfo -h -n "$NODE" -o '%T' 2>/dev/null | head -n 1
 }
@@ -283,8 +398,13 @@ wait_idle() {
     exit 1
 }
 
+with_accounting() {  # 0 if this cluster has (or is to start) its accounting database
+    ((ACCOUNTING)) || [[ -f $DIR/slurmdbd.conf ]]
+}
+
 all_running() {
-    pid_alive "$MUNGE_PID" && pid_alive "$CTLD_PID" && pid_alive "$SLURMD_PID"
+    pid_alive "$MUNGE_PID" && pid_alive "$CTLD_PID" && pid_alive "$SLURMD_PID" || return 1
+    ! with_accounting || { pid_alive "$DB_PID" && pid_alive "$DBD_PID"; }
 }
 
 do_start() {
@@ -316,6 +436,7 @@ do_start() {
         rm -f "$DIR/cgroup.conf"
     fi
     start_munged
+    ((ACCOUNTING)) && start_accounting
     start_daemon slurmctld "$CTLD_PID" "$CTLD_PORT" "$DIR/log/slurmctld.log" \
         slurmctld -f "$CONF"
     start_daemon slurmd "$SLURMD_PID" "$SLURMD_PORT" "$DIR/log/slurmd.log" \
@@ -358,23 +479,29 @@ do_stop() {
         slurmctld) stop_pid slurmctld "$CTLD_PID"; return 0 ;;
         slurmd) stop_pid slurmd "$SLURMD_PID"; return 0 ;;
         munged) stop_pid munged "$MUNGE_PID"; return 0 ;;
+        slurmdbd) stop_pid slurmdbd "$DBD_PID"; return 0 ;;
     esac
-    if ! pid_alive "$MUNGE_PID" && ! pid_alive "$CTLD_PID" && ! pid_alive "$SLURMD_PID"; then
+    if ! pid_alive "$MUNGE_PID" && ! pid_alive "$CTLD_PID" && ! pid_alive "$SLURMD_PID" \
+        && ! pid_alive "$DBD_PID" && ! pid_alive "$DB_PID"; then
         echo "slurm-cluster: not running ($DIR)"
         return 0
     fi
     cancel_jobs
     stop_pid slurmd "$SLURMD_PID"
     stop_pid slurmctld "$CTLD_PID"
+    stop_pid slurmdbd "$DBD_PID"
+    stop_pid mariadbd "$DB_PID"
     stop_pid munged "$MUNGE_PID"
     echo "slurm-cluster: stopped ($DIR)"
 }
 
 do_status() {
-    local n=0 name pidf
-    for name in munged slurmctld slurmd; do
+    local n=0 name pidf names=(munged slurmctld slurmd)
+    with_accounting && names+=(slurmdbd mariadbd)
+    for name in "${names[@]}"; do
         case $name in
             munged) pidf=$MUNGE_PID ;; slurmctld) pidf=$CTLD_PID ;; slurmd) pidf=$SLURMD_PID ;;
+            slurmdbd) pidf=$DBD_PID ;; mariadbd) pidf=$DB_PID ;;
         esac
         if pid_alive "$pidf"; then
             echo "$name: running (pid $(<"$pidf"))"
@@ -388,7 +515,7 @@ do_status() {
     if pid_alive "$CTLD_PID"; then
         sinfo -N -o '%N %P %T %c' 2>&1 || true
     fi
-    ((n == 3)) && return 0
+    ((n == ${#names[@]})) && return 0
     ((n == 0)) && return 3
     return 1
 }

@@ -27,7 +27,10 @@ def three_jobs_of_one_user():
 
 
 @pytest.mark.parametrize("compiled", [True, False])
-def test_a_limit_step_lets_held_jobs_start_at_its_time(compiled):
+def test_a_limit_step_lets_held_jobs_start_at_the_next_full_main_pass(compiled):
+    # As in Slurm, a QOS change wakes no scheduler (tests/slurm/test_sim_vs_real_slurm.py):
+    # with nothing else happening, the held jobs start at the periodic full main pass after
+    # it (sched_interval=60: t=120).
     plain = Simulator(three_jobs_of_one_user(), SlurmConfig(), limits=ONE_JOB)
     plain.compiled_life_cycle = compiled
     plain.run()
@@ -36,8 +39,13 @@ def test_a_limit_step_lets_held_jobs_start_at_its_time(compiled):
     sim = Simulator(three_jobs_of_one_user(), SlurmConfig(), limits=ONE_JOB, limit_steps=[step])
     sim.compiled_life_cycle = compiled
     sim.run()
-    assert sorted(starts(sim).values()) == [0.0, 100.0, 100.0]
+    assert sorted(starts(sim).values()) == [0.0, 120.0, 120.0]
     assert sim.limits == step[1]
+    cfg = SlurmConfig(sched_interval=0)  # no periodic pass: the next event (the first end)
+    sim = Simulator(three_jobs_of_one_user(), cfg, limits=ONE_JOB, limit_steps=[step])
+    sim.compiled_life_cycle = compiled
+    sim.run()
+    assert sorted(starts(sim).values()) == [0.0, 1000.0, 1000.0]
 
 
 def test_a_restore_from_before_a_limit_step_holds_the_first_limits_again():

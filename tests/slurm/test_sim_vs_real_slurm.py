@@ -54,8 +54,8 @@ def test_partition_tier_and_maxtime_as_real_slurm(tmp_path: Path) -> None:
     # (PriorityTier=2) and short (MaxTime=1 minute). A fills the node for 15 s; B (debug) and
     # then C (high) want both CPUs: C starts first, at A's end, B after C. D asks short for
     # 2 minutes: pending for ever (PartitionTimeLimit, EnforcePartLimits=NO by default),
-    # then cancelled by the runner. Node pools and QOS limits cannot be checked here: one
-    # node, no slurmdbd (docs/simulator.md).
+    # then cancelled by the runner. Node pools cannot be checked here: one node
+    # (docs/simulator.md). QOS limits: the last test.
     extra = tmp_path / "sched.conf"
     extra.write_text(
         "SchedulerParameters=bf_interval=1,bf_resolution=1\n"
@@ -104,3 +104,54 @@ def test_backfill_depth_as_real_slurm(tmp_path: Path) -> None:
     default.write_text(conf.read_text().replace(",bf_max_job_test=2", ""))
     deep = simulate(jobs, rows, default)
     assert deep["E"] < deep["B"]  # a deep backfill starts E at once
+
+
+def test_qos_limits_and_their_change_as_real_slurm(tmp_path: Path) -> None:
+    # Eight CPUs; QOS normal with MaxJobsPerUser=2 and MaxTRESPerUser=cpu=4, in the
+    # cluster's own accounting database (MariaDB, slurmdbd); two local accounts submit.
+    # daemon's a3 and a4 wait on the jobs limit with CPUs free. 8 s in, sacctmgr raises it
+    # to 3: the change wakes no scheduler (backfill's _more_work looks at jobs, nodes and
+    # partitions only), so a3 starts at the next pass, which Slurm runs at the next job
+    # event (b1's end, 13 s in) or earlier when its backfill still runs on from an update
+    # in the same second as its last pass (Slurm's whole-second clock): 3 of 5 trial runs.
+    # a4 waits for a1 or a2. bin's b2 (2 CPUs) would hold 5 CPUs with b1, over the cap, so
+    # it waits for b1 although it fits; b3 (1 CPU) keeps within and starts at once. The
+    # simulator gets the same limits and the change at the second sacctmgr returned.
+    extra = tmp_path / "sched.conf"
+    extra.write_text("SchedulerParameters=bf_interval=1,bf_resolution=1\n")
+    qos = "MaxJobsPerUser=2 MaxTRESPerUser=cpu=4"
+    jobs = [
+        WorkloadJob("a1", 1, 60, 16, user="daemon"),
+        WorkloadJob("a2", 1, 60, 16, user="daemon"),
+        WorkloadJob("a3", 1, 60, 8, submit_offset_s=1, user="daemon"),
+        WorkloadJob("a4", 1, 60, 3, submit_offset_s=1, user="daemon"),
+        WorkloadJob("b1", 3, 60, 10, submit_offset_s=2, user="bin"),
+        WorkloadJob("b2", 2, 60, 3, submit_offset_s=3, user="bin"),
+        WorkloadJob("b3", 1, 60, 1, submit_offset_s=3, user="bin"),
+    ]
+    conf = tmp_path / "slurm.conf"
+    applied: list[tuple[float, str]] = []
+    rows = run_workload(
+        jobs,
+        extra,
+        cpus=8,
+        conf_out=conf,
+        progress=False,
+        qos=qos,
+        qos_changes=[(8.0, "MaxJobsPerUser=3")],
+        qos_applied=applied,
+    )
+    assert all(r["state"] == "COMPLETED" for r in rows), rows
+    real = {r["name"]: float(r["start"]) for r in rows}
+    end = {r["name"]: float(r["end"]) for r in rows}
+    step = applied[0][0]
+    # the workload does what it is built for, on real Slurm
+    assert step - 1 <= real["a3"] <= end["b1"] + 1, (real, step)
+    assert real["a4"] >= min(end["a1"], end["a2"]) - 1
+    assert real["b2"] >= end["b1"] - 1 and real["b3"] < real["b2"] - 5
+    sim = simulate(jobs, rows, conf, qos=qos, qos_applied=applied)
+    assert step - 1 <= sim["a3"] <= end["b1"] + 1 and sim["a4"] > sim["a3"]
+    assert sim["b2"] > sim["b3"] + 5
+    assert_starts_close(sim, {n: t for n, t in real.items() if n != "a3"})
+    unlimited = simulate(jobs, rows, conf)
+    assert unlimited["a3"] < step - 3 and unlimited["b2"] < end["b1"] - 3  # the limits held them

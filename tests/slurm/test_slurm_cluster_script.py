@@ -7,12 +7,13 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from hpcbase.netutil import free_port
-from hpcbase.slurm import get_client
+from hpcbase.slurm import SlurmError, get_client
 from hpcbase.slurm.localcluster import SCRIPT, LocalCluster, missing_programs
 
 pytestmark = [
@@ -143,3 +144,54 @@ def test_bad_arguments() -> None:
         ["bash", str(SCRIPT), "frobnicate"], capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 2 and "unknown command" in proc.stderr
+
+
+@pytest.mark.skipif(
+    bool(missing_programs(accounting=True)), reason="slurmdbd/MariaDB not installed (setup.sh)"
+)
+def test_accounting_database_enforces_and_keeps_qos_limits(small_dir: Path) -> None:
+    cluster = LocalCluster(small_dir / "c", cpus=2, accounting=True)
+    plain = LocalCluster(small_dir / "p", cpus=2)
+    with pytest.raises(SlurmError, match="no accounting database"):
+        plain.sacctmgr("list", "qos")
+    assert "AccountingStorageType=accounting_storage/none" in plain.render_conf()
+    try:
+        cluster.start()
+        conf = cluster.conf_path.read_text()
+        assert "AccountingStorageEnforce=associations,limits,qos" in conf
+        assert f"AccountingStoragePort={cluster.dbd_port}" in conf
+        # the database password is the cluster owner's alone, and MariaDB is on loopback
+        for secret in ("slurmdbd.conf", "db.pass"):
+            assert (cluster.dir / secret).stat().st_mode & 0o077 == 0
+        with socket.create_connection(("127.0.0.1", cluster.db_port), timeout=5):
+            pass
+        status = script(cluster, "status")
+        assert status.returncode == 0 and "slurmdbd: running" in status.stdout
+        cluster.add_users(["daemon"])
+        cluster.add_users(["daemon"])  # again: nothing to add
+        cluster.sacctmgr("modify", "qos", "normal", "set", "MaxJobsPerUser=1")
+        # a restart keeps the database: users and limits are still there
+        cluster.stop()
+        assert script(cluster, "status").returncode == 3
+        cluster.start()
+        users = cluster.sacctmgr("-n", "-P", "list", "user", "format=user").split()
+        assert "daemon" in users
+        qos = cluster.sacctmgr("-n", "-P", "show", "qos", "normal", "format=maxjobsperuser")
+        assert qos.strip() == "1"
+        client = get_client("cli", conf=cluster.conf_path, min_interval=0)
+        opts = {"uid": "daemon", "chdir": "/tmp", "n": 1, "output": "/dev/null"}
+        _, second = (client.submit("sleep 30", opts) for _ in range(2))
+        deadline = time.monotonic() + 30
+        held: dict[int, str | None] = {}
+        while time.monotonic() < deadline:
+            held = {j.id: j.reason for j in client.queue(max_age=0) if j.id == second}
+            if held.get(second) == "QOSMaxJobsPerUserLimit":
+                break
+            time.sleep(0.5)
+        assert held.get(second) == "QOSMaxJobsPerUserLimit", held
+        # a dead slurmdbd: sacctmgr's error comes back whole
+        cluster.stop("slurmdbd")
+        with pytest.raises(SlurmError, match="sacctmgr list qos failed"):
+            cluster.sacctmgr("list", "qos")
+    finally:
+        cluster.stop()

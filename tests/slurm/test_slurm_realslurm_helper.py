@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcbase.config import ConfigError
 from hpcbase.slurm.localcluster import missing_programs
 from sim.realslurm import (
     WorkloadJob,
@@ -23,6 +24,15 @@ def test_job_validation_names_job_and_field() -> None:
         as_job(WorkloadJob("x", 0, 60, 1), 0)
     with pytest.raises(ValueError, match="job 1: .*missing"):
         as_job({"name": "x"}, 1)
+    with pytest.raises(ValueError, match=r"job 3 \('x'\): user 'no-such-user' is not a local"):
+        as_job(WorkloadJob("x", 1, 60, 1, user="no-such-user"), 3)
+
+
+def test_bad_qos_limits_are_refused_before_anything_starts() -> None:
+    with pytest.raises(ConfigError, match="qos:1: MaxJobsPerUser: expected a whole number"):
+        run_workload([WorkloadJob("x", 1, 60, 1)], None, cpus=1, qos="MaxJobsPerUser=lots")
+    with pytest.raises(ConfigError, match="qos:1: expected Key=Value"):
+        run_workload([WorkloadJob("x", 1, 60, 1)], None, cpus=1, qos_changes=[(5.0, "three")])
 
 
 def test_dependency_names_become_ids() -> None:

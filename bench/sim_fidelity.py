@@ -34,6 +34,11 @@ job: every backfill pass, every job's completion latency and submission; and it 
 Slurm's whole-second backfill map, a 6-ms epilog after each end (measured) during which
 nothing starts, and no main-scheduler run at a job's end (see ``replay``).
 
+``--qos``: the same workload with each job submitted by one of four local accounts (drawn
+per seed) under QOS limits (:data:`QOS`) in the cluster's own accounting database
+(MariaDB, slurmdbd; ``scripts/slurm-cluster.sh --accounting``); the simulator replays it
+with the same limits.
+
 Targets (issue 2): the same start order for at least 90% of jobs, median start difference
 at most 2 s. "Same order" per job: its place in the start order (how many jobs started
 before it, starts within 1 s counting as simultaneous) is the same in both runs, within one
@@ -48,6 +53,7 @@ import json
 import random
 import re
 import tempfile
+from dataclasses import replace as with_field
 from pathlib import Path
 
 from hpcbase.slurm.ctldlog import TIMING_LINES
@@ -73,6 +79,9 @@ PriorityWeightJobSize=1000
 PriorityMaxAge=00:10:00
 PriorityCalcPeriod=1
 """
+# With --qos: per-user limits tight enough to hold jobs of every user, and the accounts
+QOS = "MaxJobsPerUser=3 MaxTRESPerUser=cpu=8"
+USERS = ("daemon", "bin", "sys", "games")
 # With --ctld-log: what the backfill scheduler planned, and why (the log grows to a few MB).
 DEBUG = """\
 SlurmctldDebug=debug2
@@ -80,11 +89,12 @@ DebugFlags=Backfill,BackfillMap
 """
 
 
-def workload(seed: int) -> list[WorkloadJob]:
+def workload(seed: int, users: bool = False) -> list[WorkloadJob]:
     """48 jobs: a burst that fills the node, a whole-node job that must wait (its
     reservation leaves holes for short jobs), a dependency chain, and a steady trickle.
     Submissions fall on whole seconds: Slurm records times to the second, so sub-second
-    offsets would make the order of simultaneous events ambiguous for the replay."""
+    offsets would make the order of simultaneous events ambiguous for the replay.
+    ``users``: each job submitted by one of :data:`USERS`, drawn apart from the jobs."""
     rng = random.Random(seed)
     jobs: list[WorkloadJob] = []
     for i in range(10):  # the opening burst
@@ -100,6 +110,9 @@ def workload(seed: int) -> list[WorkloadJob]:
         sleep = rng.randint(5, 40)
         limit = 60 * (1 + sleep // 50 + rng.choice([0, 0, 1, 2]))
         jobs.append(WorkloadJob(f"f{i}", cpus, limit, sleep, 12 + round(i * rng.uniform(2, 5))))
+    if users:
+        who = random.Random(seed + 1000)
+        jobs = [with_field(j, user=who.choice(USERS)) for j in jobs]
     return jobs
 
 
@@ -145,6 +158,9 @@ def main() -> int:
         type=Path,
         help="keep the slurmctld log of the real run here, with backfill debug logging on",
     )
+    ap.add_argument(
+        "--qos", action="store_true", help=f"jobs of {len(USERS)} users under QOS limits {QOS}"
+    )
     ap.add_argument("--timing", choices=("replay", "cycle", "aligned"), default="replay")
     ap.add_argument(
         "--default-timing",
@@ -162,15 +178,22 @@ def main() -> int:
                 seed = args.seed if args.seed is not None else saved_seed(path, saved)
                 rows = saved["real"]
                 conf.write_text(saved["slurm_conf"])
+                qos = saved.get("qos")
             else:
                 seed = 7 if args.seed is None else args.seed
                 extra = Path(d) / "sched.conf"
                 extra.write_text(SCHED + (DEBUG if args.ctld_log else ""))
+                qos = QOS if args.qos else None
                 rows = run_workload(
-                    workload(seed), extra, CPUS, conf_out=conf, log_out=args.ctld_log
+                    workload(seed, users=args.qos),
+                    extra,
+                    CPUS,
+                    conf_out=conf,
+                    log_out=args.ctld_log,
+                    qos=qos,
                 )
                 saved = {}
-            jobs = workload(seed)
+            jobs = workload(seed, users=qos is not None)
             cfg = SlurmConfig.from_file(conf)
             timing = None
             if args.timing != "aligned":
@@ -181,10 +204,11 @@ def main() -> int:
                 else:
                     timing = run_timing(path, saved, rows, jobs, cfg)
                 timing = replay(timing) if args.timing == "replay" else summary(timing)
-            sim_start = simulate(jobs, rows, conf, timing)
+            sim_start = simulate(jobs, rows, conf, timing, qos=qos)
             conf_text = conf.read_text()
         fig = compare(rows, sim_start, table=len(args.load or [None]) == 1)
         label = path.stem.removeprefix("sim_fidelity_real_") if path else f"seed {seed} (now)"
+        label += " qos" if qos and path is None else ""
         how = (
             "aligned"
             if timing is None
@@ -195,7 +219,13 @@ def main() -> int:
         if args.save and path is None:
             args.save.write_text(
                 json.dumps(
-                    {"seed": seed, "real": rows, "sim_start": sim_start, "slurm_conf": conf_text},
+                    {
+                        "seed": seed,
+                        "real": rows,
+                        "sim_start": sim_start,
+                        "slurm_conf": conf_text,
+                        **({"qos": qos} if qos else {}),
+                    },
                     indent=1,
                 )
             )

@@ -17,7 +17,7 @@ lint: setup
 	.venv/bin/mypy hpcbase sim mirage themis
 
 test: setup lint
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=25
 
 test-fast: setup
 	$(PY) -m pytest -q -ra -m "not slurm and not fuse"

@@ -53,6 +53,7 @@ import json
 import random
 import re
 import tempfile
+from dataclasses import asdict
 from dataclasses import replace as with_field
 from pathlib import Path
 
@@ -79,8 +80,9 @@ PriorityWeightJobSize=1000
 PriorityMaxAge=00:10:00
 PriorityCalcPeriod=1
 """
-# With --qos: per-user limits tight enough to hold jobs of every user, and the accounts
-QOS = "MaxJobsPerUser=3 MaxTRESPerUser=cpu=8"
+# With --qos: a jobs limit that holds jobs of every user (a CPU cap below 16 would hold the
+# whole-node job for ever), and the accounts
+QOS = "MaxJobsPerUser=2"
 USERS = ("daemon", "bin", "sys", "games")
 # With --ctld-log: what the backfill scheduler planned, and why (the log grows to a few MB).
 DEBUG = """\
@@ -193,6 +195,17 @@ def main() -> int:
                     qos=qos,
                 )
                 saved = {}
+                if args.save:  # the real run is kept whatever happens next
+                    args.save.write_text(
+                        json.dumps(
+                            {
+                                "seed": seed,
+                                "real": rows,
+                                "slurm_conf": conf.read_text(),
+                                **({"qos": qos} if qos else {}),
+                            }
+                        )
+                    )
             jobs = workload(seed, users=qos is not None)
             cfg = SlurmConfig.from_file(conf)
             timing = None
@@ -225,6 +238,7 @@ def main() -> int:
                         "sim_start": sim_start,
                         "slurm_conf": conf_text,
                         **({"qos": qos} if qos else {}),
+                        "jobs": [asdict(j) for j in jobs],
                     },
                     indent=1,
                 )

@@ -541,7 +541,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                         ):
                             self._quiet_ticks(tc, t, until)
                             continue
-                        t = tc if tc > st.now else st.now
+                        # an overdue tick waits out a job's epilog (nothing starts before
+                        # st.cg_until, BackfillCycle.completing), or the loop would spin
+                        due = max(tc, st.cg_until, st.now)
+                        if due < t:
+                            t = due
             if t > until or t == math.inf:
                 return
             st.now = t

@@ -194,7 +194,7 @@ def measure_timing(
     found = {k: [(w - t0, j) for w, j in v] for k, v in read_events(log).items()}
     t = replace(DEFAULT_TIMING, submits={}, source="")
     measured = []
-    passes = [w for w, _ in found["pass"]]
+    passes = [w for w, _ in found["pass"] if w >= 0]  # none before the first submission
     if passes:
         t.bf_phase = passes[0]
         drift = [b - a - bf_interval for a, b in zip(passes, passes[1:], strict=False)]

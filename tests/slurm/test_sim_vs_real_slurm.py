@@ -109,10 +109,10 @@ def test_backfill_depth_as_real_slurm(tmp_path: Path) -> None:
 def test_qos_limits_and_their_change_as_real_slurm(tmp_path: Path) -> None:
     # Eight CPUs; QOS normal with MaxJobsPerUser=2 and MaxTRESPerUser=cpu=4, in the
     # cluster's own accounting database (MariaDB, slurmdbd); two local accounts submit.
-    # daemon's a3 and a4 wait on the jobs limit with CPUs free. 8 s in, sacctmgr raises it
+    # daemon's a3 and a4 wait on the jobs limit with CPUs free. 7 s in, sacctmgr raises it
     # to 3: the change wakes no scheduler (backfill's _more_work looks at jobs, nodes and
     # partitions only), so a3 starts at the next pass, which Slurm runs at the next job
-    # event (b1's end, 13 s in) or earlier when its backfill still runs on from an update
+    # event (b1's end, 11 s in) or earlier when its backfill still runs on from an update
     # in the same second as its last pass (Slurm's whole-second clock): 3 of 5 trial runs.
     # a4 waits for a1 or a2. bin's b2 (2 CPUs) would hold 5 CPUs with b1, over the cap, so
     # it waits for b1 although it fits; b3 (1 CPU) keeps within and starts at once. The
@@ -121,11 +121,11 @@ def test_qos_limits_and_their_change_as_real_slurm(tmp_path: Path) -> None:
     extra.write_text("SchedulerParameters=bf_interval=1,bf_resolution=1\n")
     qos = "MaxJobsPerUser=2 MaxTRESPerUser=cpu=4"
     jobs = [
-        WorkloadJob("a1", 1, 60, 16, user="daemon"),
-        WorkloadJob("a2", 1, 60, 16, user="daemon"),
-        WorkloadJob("a3", 1, 60, 8, submit_offset_s=1, user="daemon"),
+        WorkloadJob("a1", 1, 60, 13, user="daemon"),
+        WorkloadJob("a2", 1, 60, 13, user="daemon"),
+        WorkloadJob("a3", 1, 60, 4, submit_offset_s=1, user="daemon"),
         WorkloadJob("a4", 1, 60, 3, submit_offset_s=1, user="daemon"),
-        WorkloadJob("b1", 3, 60, 10, submit_offset_s=2, user="bin"),
+        WorkloadJob("b1", 3, 60, 8, submit_offset_s=2, user="bin"),
         WorkloadJob("b2", 2, 60, 3, submit_offset_s=3, user="bin"),
         WorkloadJob("b3", 1, 60, 1, submit_offset_s=3, user="bin"),
     ]
@@ -138,7 +138,7 @@ def test_qos_limits_and_their_change_as_real_slurm(tmp_path: Path) -> None:
         conf_out=conf,
         progress=False,
         qos=qos,
-        qos_changes=[(8.0, "MaxJobsPerUser=3")],
+        qos_changes=[(7.0, "MaxJobsPerUser=3")],
         qos_applied=applied,
     )
     assert all(r["state"] == "COMPLETED" for r in rows), rows

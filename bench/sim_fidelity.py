@@ -126,6 +126,25 @@ def saved_seed(path: Path, saved: dict) -> int:
     return int(m.group(1)) if m else 7
 
 
+def save_run(
+    dest: Path,
+    seed: int,
+    rows: list[dict],
+    slurm_conf: str,
+    qos: str | None,
+    jobs: list[WorkloadJob],
+    sim_start: dict[str, float] | None = None,
+) -> None:
+    """A real run as ``--load`` reads it (with the simulated starts once there are some)."""
+    saved: dict = {"seed": seed, "real": rows, "slurm_conf": slurm_conf}
+    if sim_start is not None:
+        saved["sim_start"] = sim_start
+    if qos:
+        saved["qos"] = qos
+    saved["jobs"] = [asdict(j) for j in jobs]
+    dest.write_text(json.dumps(saved, indent=1))
+
+
 def print_reproducibility(recorded: dict[int, list[tuple[str, list[dict]]]]) -> None:
     """For every workload recorded more than once, real Slurm against itself."""
     lines = [
@@ -195,18 +214,9 @@ def main() -> int:
                     qos=qos,
                 )
                 saved = {}
-                if args.save:  # the real run is kept whatever happens next
-                    args.save.write_text(
-                        json.dumps(
-                            {
-                                "seed": seed,
-                                "real": rows,
-                                "slurm_conf": conf.read_text(),
-                                **({"qos": qos} if qos else {}),
-                            }
-                        )
-                    )
             jobs = workload(seed, users=qos is not None)
+            if args.save and path is None:  # the real run is kept whatever happens next
+                save_run(args.save, seed, rows, conf.read_text(), qos, jobs)
             cfg = SlurmConfig.from_file(conf)
             timing = None
             if args.timing != "aligned":
@@ -230,19 +240,7 @@ def main() -> int:
         runs.append((label, fig, how))
         recorded.setdefault(seed, []).append((label, rows))
         if args.save and path is None:
-            args.save.write_text(
-                json.dumps(
-                    {
-                        "seed": seed,
-                        "real": rows,
-                        "sim_start": sim_start,
-                        "slurm_conf": conf_text,
-                        **({"qos": qos} if qos else {}),
-                        "jobs": [asdict(j) for j in jobs],
-                    },
-                    indent=1,
-                )
-            )
+            save_run(args.save, seed, rows, conf_text, qos, jobs, sim_start)
             if args.ctld_log:  # the lines the timing is measured from, beside the rows
                 keep = args.save.with_name(args.save.stem + ".ctld.log.gz")
                 with open(args.ctld_log) as f, gzip.open(keep, "wt") as g:

@@ -145,7 +145,7 @@ def save_run(
     dest.write_text(json.dumps(saved, indent=1))
 
 
-def print_reproducibility(recorded: dict[int, list[tuple[str, list[dict]]]]) -> None:
+def print_reproducibility(recorded: dict[tuple[int, str], list[tuple[str, list[dict]]]]) -> None:
     """For every workload recorded more than once, real Slurm against itself."""
     lines = [
         (f"{la} vs {lb}", real_vs_real(ra, rb))
@@ -190,7 +190,8 @@ def main() -> int:
     )
     args = ap.parse_args()
     runs: list[tuple[str, Figures, str]] = []
-    recorded: dict[int, list[tuple[str, list[dict]]]] = {}  # seed -> its real runs
+    # (seed, QOS limits) -> its real runs: one workload
+    recorded: dict[tuple[int, str], list[tuple[str, list[dict]]]] = {}
     for path in args.load or [None]:
         with tempfile.TemporaryDirectory() as d:
             conf = Path(d) / "slurm.conf"
@@ -238,7 +239,7 @@ def main() -> int:
             else f"{'replay' if timing.whole_seconds else 'cycle'}, {timing.source}"
         )
         runs.append((label, fig, how))
-        recorded.setdefault(seed, []).append((label, rows))
+        recorded.setdefault((seed, qos or ""), []).append((label, rows))
         if args.save and path is None:
             save_run(args.save, seed, rows, conf_text, qos, jobs, sim_start)
             if args.ctld_log:  # the lines the timing is measured from, beside the rows

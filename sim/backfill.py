@@ -56,11 +56,14 @@ class Backfill(EngineState):
             self._backfill_pools()
             return
         order = st.order
-        if self._whole and not self._run_limits:
+        if self._whole:
             # one start at a time, so that each started job's end is in the map as Slurm's
             # whole seconds put it (the compiled plan would add it unrounded)
             while True:
-                idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
+                if self._run_limits:
+                    idx = self._plan_limited()
+                else:
+                    idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
                 if not idx:
                     return
                 self._start(order.pop(idx[0]), backfill=True)

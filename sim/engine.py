@@ -488,6 +488,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         time_dep = self.prio.time_dependent
         cycle = self.cycle
         end_main = cycle is None or cycle.main_on_end
+        mains = cycle.main_wakes if cycle is not None else ()
+        n_main = len(mains)
         av_t, av_u, av_seg = self._av_t, self._av_u, self._av_seg
         n_av = len(av_t)
         # ticks with nothing else due are done in one compiled call (_quiet_ticks)
@@ -506,6 +508,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             kick = st.kick_at if st.kick_at > st.now else math.inf
             if kick < t:
                 t = kick
+            if st.main_at < n_main and mains[st.main_at] < t:
+                t = mains[st.main_at]
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
             if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
@@ -519,7 +523,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                         tb += bf_int
                     if tb < t:
                         t = tb
-                if st.full_main_due and sched_int > 0:
+                if st.full_main_due and sched_int > 0 and st.main_at >= n_main:
                     tm = math.ceil(st.now / sched_int) * sched_int
                     if tm <= st.now and st.main_ran_at == st.now:
                         tm += sched_int
@@ -578,6 +582,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 heapq.heappop(heap)
                 events = True
                 st.main_dirty = True
+            logged_main = 0  # a measured main-scheduler run now: 1 default depth, 2 full
+            if st.main_at < n_main and mains[st.main_at] == t:
+                logged_main = 2 if cycle is not None and cycle.main_full[st.main_at] else 1
+                st.main_at += 1
             # 4. the backfill loop: it sees this second's submissions, not its job ends
             if cycle is not None:
                 if bf and t == self._next_wake():
@@ -636,6 +644,20 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 st.bf_dirty = True
             if st.main_dirty or st.full_main_due or t >= st.calc_next:
                 self._due_passes()
+            if logged_main:
+                self._measured_main_pass(logged_main == 2)
+
+    def _measured_main_pass(self, full: bool) -> None:
+        """A main-scheduler run of a real run's log (``BackfillCycle.main_wakes``), now."""
+        st = self.state
+        if self._can_any_start():
+            self._main_pass(len(st.order) if full else self.cfg.default_queue_depth)
+        st.main_ran_at = st.now
+
+    def _mains_measured(self) -> bool:
+        """Measured main-scheduler runs are still to come: they alone run it."""
+        c = self.cycle
+        return c is not None and self.state.main_at < len(c.main_wakes)
 
     def _quiet(self) -> bool:
         """Whether :meth:`_loop` does runs of quiet ticks in one call (:meth:`_quiet_ticks`)."""
@@ -744,6 +766,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         and the backfill loop may start them first."""
         st = self.state
         delay = self.cfg.batch_sched_delay
+        if self._mains_measured():
+            return
         if delay <= 0:
             st.main_dirty = True
         elif st.kick_at <= st.now:
@@ -762,6 +786,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         t = st.now
         cfg = self.cfg
         full_main = st.full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
+        full_main = full_main and not self._mains_measured()
         if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due
         can_start = self._can_any_start()
@@ -769,6 +794,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             st.bf_dirty = True
             st.full_main_due = True
             full_main = cfg.sched_interval > 0 and t % cfg.sched_interval == 0
+            full_main = full_main and not self._mains_measured()
         if st.main_dirty and can_start:
             self._main_pass(cfg.default_queue_depth)
             can_start = self._can_any_start()

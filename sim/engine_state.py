@@ -69,6 +69,13 @@ class BackfillCycle:
     its start's second plus its limit, and a job that would end in the very second a
     reservation begins delays it (Slurm's map test is closed at the end); one job is
     started at a time, so that each started job is in the map so rounded.
+
+    ``main_wakes`` replays the main scheduler's measured runs (slurmctld's background loop
+    runs it at its one-second ticks, at most once per ``batch_sched_delay`` for
+    submissions and every ``sched_interval`` for the full queue; a run's log has each, and
+    ``main_full`` marks the full-queue ones): up to the last of them the main scheduler runs
+    at each, to the default depth or the whole queue, and neither submissions nor
+    ``sched_interval`` schedule it otherwise.
     """
 
     phase: float = 0.0
@@ -80,6 +87,8 @@ class BackfillCycle:
     epilog: float = 0.0
     main_on_end: bool = True
     whole_seconds: bool = False
+    main_wakes: tuple[float, ...] = ()
+    main_full: tuple[bool, ...] = ()
 
 
 class EngineState:

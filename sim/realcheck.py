@@ -46,6 +46,7 @@ class Timing:
     main_on_end: bool = True  # a job's end runs the main scheduler at once
     whole_seconds: bool = False  # the backfill map in Slurm's whole seconds
     passes: list[float] = field(default_factory=list)  # backfill passes, from the log
+    mains: list[tuple[float, bool]] = field(default_factory=list)  # main runs (full?), log
     source: str = "default"
 
     def cycle(self) -> BackfillCycle:
@@ -59,6 +60,8 @@ class Timing:
             epilog=self.epilog,
             main_on_end=self.main_on_end,
             whole_seconds=self.whole_seconds,
+            main_wakes=tuple(t for t, _ in self.mains),
+            main_full=tuple(full for _, full in self.mains),
         )
 
 
@@ -82,8 +85,9 @@ REPLAY_EPILOG = 0.006
 
 def replay(t: Timing) -> Timing:
     """The ``replay`` timing of a run with its full log (``--ctld-log`` from seed 79 on:
-    submissions, backfill passes and job ends to the millisecond): every pass and every
-    job's completion latency as measured, Slurm's whole-second backfill map, a job's end
+    submissions, backfill passes and job ends to the millisecond): every pass, every main
+    scheduler run (where the log is at ``debug`` level) and every job's completion latency
+    as measured, Slurm's whole-second backfill map, a job's end
     holding every start for ``REPLAY_EPILOG`` and running no main scheduler (the backfill
     loop starts the next job), and no completing hold. A run without one keeps ``t``
     without its per-job parts (the ``cycle`` timing)."""
@@ -94,7 +98,7 @@ def replay(t: Timing) -> Timing:
 
 def summary(t: Timing) -> Timing:
     """The ``cycle`` timing: ``t`` without what is measured job by job or pass by pass."""
-    return replace(t, latencies={}, passes=[])
+    return replace(t, latencies={}, passes=[], mains=[])
 
 
 def simulate(
@@ -214,6 +218,10 @@ def measure_timing(
         if name.get(j) in start
     }
     t.passes = passes
+    mains = [(w, False) for w, _ in found["main"]] + [(w, True) for w, _ in found["main_full"]]
+    t.mains = sorted(m for m in mains if m[0] >= 0)
+    if t.mains:
+        measured.append("main scheduler runs")
     t.submits = {name[j]: w for w, j in found["submit"] if j in name}
     if t.submits:
         measured.append("submissions")

@@ -130,3 +130,4 @@ class SimState:
     cap: int = 0  # units available now (sim/availability.py; the cluster's size without)
     av_at: int = 0  # the next availability step
     lim_at: int = 0  # the next limit step (Simulator's limit_steps)
+    main_at: int = 0  # the next measured main-scheduler run (BackfillCycle.main_wakes)

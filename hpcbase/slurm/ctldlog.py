@@ -24,6 +24,8 @@ EVENTS: dict[str, re.Pattern[str]] = {
     "start": re.compile(_STAMP + r"sched/backfill: _start_job: Started JobId=(\d+) "),
     "main_start": re.compile(_STAMP + r"sched: Allocate JobId=(\d+) "),
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
+    "main": re.compile(_STAMP + r"debug:  sched: Running job scheduler for default depth"),
+    "main_full": re.compile(_STAMP + r"debug:  sched: Running job scheduler for full queue"),
 }
 """Event kind -> the line that marks it (group 1 the time, group 2 the job id if any)."""
 

@@ -9,6 +9,7 @@ import pytest
 from hpcbase.jobs import JobSpec, JobState
 from sim.config import SlurmConfig
 from sim.engine import BackfillCycle, Simulator
+from sim.limits import QosLimits
 from tests.sim.simhelpers import make_trace, starts
 
 BUILTIN = SlurmConfig(scheduler_type="sched/builtin")
@@ -217,6 +218,33 @@ def test_whole_second_backfill_map_is_closed_at_the_end():
 
     assert started_at_first_pass(True) == [1, 4]
     assert started_at_first_pass(False) == [1, 3]
+
+
+def test_whole_second_backfill_map_under_qos_limits_too():
+    # The example above with a QOS limit that binds no one (each job its own user): the plan
+    # under limits starts one job at a time too, so that job 1's end is in the map at its
+    # whole second (60), and job 3 would still delay job 2. A real run under
+    # MaxJobsPerUser=2 (tests/sim/test_saved_qos_run.py) met this case.
+    cfg = SlurmConfig(bf_interval=1.0, batch_sched_delay=100.0, bf_resolution=1)
+    rows = [(0, 50, 60, 6, 1), (0, 10, 100, 10, 2), (0, 10, 60, 4, 3), (0, 10, 59, 4, 4)]
+    limits = QosLimits.from_text("MaxJobsPerUser=2")
+    cycle = BackfillCycle(phase=0.8, whole_seconds=True)
+    sim = Simulator(make_trace(rows), cfg, cycle=cycle, limits=limits)
+    sim.run(until=1)
+    assert sorted(j for j in range(1, 5) if sim.job(j).start == 0.8) == [1, 4]
+
+
+def test_measured_main_scheduler_runs_alone_run_it_until_the_last():
+    # No backfill; slurmctld's log had main-scheduler runs at 1.785 (default depth, here one
+    # job) and 2.79 (the full queue). Jobs 1 and 2 arrive at 0.5: job 1 starts at the first
+    # measured run (not at 0.5 + batch_sched_delay), job 2 at the full one. After the last
+    # measured run the model resumes: job 3, submitted at 6, waits batch_sched_delay (3 s).
+    cfg = SlurmConfig(scheduler_type="sched/builtin", default_queue_depth=1)
+    rows = [(0.5, 10, 100, 2), (0.5, 10, 100, 2), (6, 10, 100, 2)]
+    cycle = BackfillCycle(main_on_end=False, main_wakes=(1.785, 2.79), main_full=(False, True))
+    sim = Simulator(make_trace(rows), cfg, cycle=cycle)
+    sim.run()
+    assert starts(sim) == {1: 1.785, 2: 2.79, 3: 9.0}
 
 
 def test_backfill_cycle_ends_with_a_job_that_can_never_start():

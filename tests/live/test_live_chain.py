@@ -1,13 +1,14 @@
 """Chains on the real local Slurm cluster, under a contended background load.
 
-One module-scoped run drives three chains at once (about three minutes):
+One module-scoped run drives three chains at once (about two and a half minutes):
 
 * A: 3 segments driven by agentd (a real daemon process, metrics scraped over HTTP);
 * B: 3 segments driven by a user watcher that is SIGKILLed mid-chain and restarted;
 * C: 1 segment submitted while slurmctld is stopped, its watcher started after the restart.
 
-Segments sleep 55 s under a 1-minute limit; the ``average`` policy decides from the live queue
-history, which the background load fills with waits of about 30 s.
+Segments sleep 40 s under a 1-minute limit (Slurm's least): the ``average`` policy, deciding
+from the live queue history that the background load fills with waits of about 30-40 s,
+pre-submits once 20-30 s are left of the limit, 10-20 s before the predecessor ends.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 SEGMENT = """#!/bin/bash
 echo "$MIRAGE_CHAIN_ID $MIRAGE_SEGMENT $SLURM_JOB_ID prev=$MIRAGE_PREV_JOBID \
 running=$MIRAGE_PREV_RUNNING" >> {log}
-sleep 55
+sleep 40
 """
 FAST = [
     "--decision-interval",

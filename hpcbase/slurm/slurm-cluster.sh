@@ -446,18 +446,33 @@ do_start() {
     echo "slurm-cluster: export SLURM_CONF=$CONF"
 }
 
-stop_pid() {  # stop_pid NAME PIDFILE
-    local pid i
-    pid_alive "$2" || { rm -f "$2"; return 0; }
-    pid=$(<"$2")
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || { rm -f "$2"; return 0; }
-        sleep 0.1
+stop_pid() {  # stop_pid NAME PIDFILE [NAME PIDFILE ...]: SIGTERM to all at once, then wait
+    local -a names=() pids=() files=()
+    local pid i k left
+    while (($# >= 2)); do
+        if pid_alive "$2"; then
+            pid=$(<"$2")
+            kill -TERM "$pid" 2>/dev/null || true
+            names+=("$1") pids+=("$pid") files+=("$2")
+        else
+            rm -f "$2"
+        fi
+        shift 2
     done
-    echo "slurm-cluster: $1 (pid $pid) ignored SIGTERM for 10 s; sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$2"
+    for ((i = 0; i < 200; i++)); do
+        left=0
+        for k in "${!pids[@]}"; do
+            if kill -0 "${pids[k]}" 2>/dev/null; then left=1; else rm -f "${files[k]}"; fi
+        done
+        ((left)) || return 0
+        sleep 0.05
+    done
+    for k in "${!pids[@]}"; do
+        kill -0 "${pids[k]}" 2>/dev/null || continue
+        echo "slurm-cluster: ${names[k]} (pid ${pids[k]}) ignored SIGTERM for 10 s; sending SIGKILL" >&2
+        kill -KILL "${pids[k]}" 2>/dev/null || true
+        rm -f "${files[k]}"
+    done
 }
 
 cancel_jobs() {
@@ -487,11 +502,10 @@ do_stop() {
         return 0
     fi
     cancel_jobs
-    stop_pid slurmd "$SLURMD_PID"
-    stop_pid slurmctld "$CTLD_PID"
-    stop_pid slurmdbd "$DBD_PID"
+    # the daemons together (each saves its state on SIGTERM; munged alone takes 2 s to
+    # exit), then the database that slurmdbd may write to on its way out
+    stop_pid slurmd "$SLURMD_PID" slurmctld "$CTLD_PID" slurmdbd "$DBD_PID" munged "$MUNGE_PID"
     stop_pid mariadbd "$DB_PID"
-    stop_pid munged "$MUNGE_PID"
     echo "slurm-cluster: stopped ($DIR)"
 }
 

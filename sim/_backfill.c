@@ -618,6 +618,14 @@ typedef struct {
     PyObject *job;
 } SortItem;
 
+/* A queued job as the priority refresh reads it: its sort item, the fixed parts of its
+ * priority and the priority it holds (read once per refresh call, however many ticks). */
+typedef struct {
+    SortItem it;
+    double p0, accrue;
+    long long user, old_prio;
+} PrioItem;
+
 static int cmp_items(const void *pa, const void *pb) {
     const SortItem *a = pa, *b = pb;  /* key (-tier, -prio, seq), ascending */
     if (a->tier != b->tier) return a->tier > b->tier ? -1 : 1;
@@ -675,65 +683,100 @@ static inline double fs_factor(const FsView *fs, long long user) {
     return fs_memo.f[user];
 }
 
-/* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
- * below); 1 if the order changed, 0 if not, -1 with an exception set. */
-static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
-                         const FsView *fs) {
+/* The jobs of `order` as the refresh reads them (PyMem_Malloc'd; *out NULL when empty); the
+ * number of jobs, or -1 with an exception set. */
+static Py_ssize_t prio_items(PyObject *order, PrioItem **out) {
     Py_ssize_t n = PyList_GET_SIZE(order);
+    *out = NULL;
     if (n == 0) return 0;
-    if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
-    SortItem *items = PyMem_Malloc((size_t)n * sizeof(SortItem));
+    PrioItem *items = PyMem_Malloc((size_t)n * sizeof(PrioItem));
     if (items == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
-        double p, accrue;
-        long long user, tier, seq, old_prio;
-        if (check_job(job) < 0 || read_double(slot(job, F_STATIC), &p) < 0 ||
-            read_double(slot(job, F_ACCRUE), &accrue) < 0 ||
-            read_ll(slot(job, F_USER), &user) < 0 || read_ll(slot(job, F_TIER), &tier) < 0 ||
-            read_ll(slot(job, F_SEQ), &seq) < 0 || read_ll(slot(job, F_PRIO), &old_prio) < 0)
-            goto fail;
+        PrioItem *x = &items[i];
+        if (check_job(job) < 0 || read_double(slot(job, F_STATIC), &x->p0) < 0 ||
+            read_double(slot(job, F_ACCRUE), &x->accrue) < 0 ||
+            read_ll(slot(job, F_USER), &x->user) < 0 ||
+            read_ll(slot(job, F_TIER), &x->it.tier) < 0 ||
+            read_ll(slot(job, F_SEQ), &x->it.seq) < 0 ||
+            read_ll(slot(job, F_PRIO), &x->old_prio) < 0) {
+            PyMem_Free(items);
+            return -1;
+        }
+        x->it.job = job;
+        x->it.prio = x->old_prio;
+    }
+    *out = items;
+    return n;
+}
+
+/* Every item's priority as of `tick` (the rules: refresh() below); 1 if the items are no
+ * longer in the queue's order, 0 if they are, -1 with an exception set. */
+static int prio_tick(PrioItem *items, Py_ssize_t n, double tick, double w_age, double max_age,
+                     double w_fs, const FsView *fs) {
+    if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
+    int unordered = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PrioItem *x = &items[i];
+        double p = x->p0;
         if (w_age != 0.0) {
-            double age = tick - accrue;
+            double age = tick - x->accrue;
             if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
         }
-        if (w_fs != 0.0) p += w_fs * (user >= 0 && user < fs->n ? fs_factor(fs, user) : 1.0);
+        if (w_fs != 0.0)
+            p += w_fs * (x->user >= 0 && x->user < fs->n ? fs_factor(fs, x->user) : 1.0);
         long long prio = (long long)p;
-        if (prio < 1) prio = 1;
-        if (prio != old_prio) {
-            PyObject *po = PyLong_FromLongLong(prio);
-            if (po == NULL) goto fail;
-            set_slot(job, F_PRIO, po);
-            Py_INCREF(Py_None);
-            set_slot(job, F_KEY, Py_None);
-        }
-        items[i].tier = tier;
-        items[i].prio = prio;
-        items[i].seq = seq;
-        items[i].job = job;
+        x->it.prio = prio < 1 ? 1 : prio;
+        if (i > 0 && !unordered && cmp_items(&items[i - 1].it, &x->it) >= 0) unordered = 1;
     }
+    return unordered;
+}
+
+static int cmp_prio_items(const void *pa, const void *pb) {
+    return cmp_items(&((const PrioItem *)pa)->it, &((const PrioItem *)pb)->it);
+}
+
+/* The priorities computed into the jobs (job.prio; job.key = None where it changed) and,
+ * if `sort`, `order` sorted by them; 1 if the order changed, 0 if not, -1 on error. */
+static int prio_finish(PyObject *order, PrioItem *items, Py_ssize_t n, int sort) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PrioItem *x = &items[i];
+        if (x->it.prio == x->old_prio) continue;
+        PyObject *po = PyLong_FromLongLong(x->it.prio);
+        if (po == NULL) return -1;
+        set_slot(x->it.job, F_PRIO, po);
+        Py_INCREF(Py_None);
+        set_slot(x->it.job, F_KEY, Py_None);
+        x->old_prio = x->it.prio;
+    }
+    if (!sort) return 0;
     int changed = 0;
-    Py_ssize_t k = 1;
-    while (k < n && cmp_items(&items[k - 1], &items[k]) < 0) k++;
-    if (k < n) { /* usually still in order: ages grow alike */
-        qsort(items, (size_t)n, sizeof(SortItem), cmp_items);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *job = items[i].job;
-            PyObject **slotp = &((PyListObject *)order)->ob_item[i];
-            if (*slotp != job) {
-                changed = 1;
-                *slotp = job; /* a permutation: the list keeps one reference per job */
-            }
+    qsort(items, (size_t)n, sizeof(PrioItem), cmp_prio_items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *job = items[i].it.job;
+        PyObject **slotp = &((PyListObject *)order)->ob_item[i];
+        if (*slotp != job) {
+            changed = 1;
+            *slotp = job; /* a permutation: the list keeps one reference per job */
         }
     }
+    return changed;
+}
+
+/* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
+ * below); 1 if the order changed, 0 if not, -1 with an exception set. */
+static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
+                         const FsView *fs) {
+    PrioItem *items;
+    Py_ssize_t n = prio_items(order, &items);
+    if (n <= 0) return (int)n;
+    int unordered = prio_tick(items, n, tick, w_age, max_age, w_fs, fs);
+    int changed = unordered < 0 ? -1 : prio_finish(order, items, n, unordered);
     PyMem_Free(items);
     return changed;
-fail:
-    PyMem_Free(items);
-    return -1;
 }
 
 /* A float64 1-d buffer of `fs` into `fsv` (None: an empty view). */
@@ -1233,7 +1276,11 @@ static PyObject *advance_ticks(PyObject *self, PyObject *args) {
     }
     double tick = first;
     int changed = 0;
-    for (;;) {
+    /* the queue is read once: until a tick's refresh changes its order, only priorities do */
+    PrioItem *items;
+    Py_ssize_t n_jobs = prio_items(order, &items);
+    if (n_jobs < 0) changed = -1;
+    while (changed >= 0) {
         if (n_bufs) {
             double dt = tick - last;
             if (dt > 0) {
@@ -1243,10 +1290,18 @@ static PyObject *advance_ticks(PyObject *self, PyObject *args) {
             }
             fsv.total = total;
         }
-        changed = refresh_order(order, tick, w_age, max_age, w_fs, &fsv);
-        if (changed != 0 || !(tick + period < limit)) break;
+        int unordered = n_jobs ? prio_tick(items, n_jobs, tick, w_age, max_age, w_fs, &fsv) : 0;
+        if (unordered < 0) {
+            changed = -1;
+            break;
+        }
+        if (unordered || !(tick + period < limit)) {
+            changed = n_jobs ? prio_finish(order, items, n_jobs, unordered) : 0;
+            break;
+        }
         tick += period;
     }
+    PyMem_Free(items);
     for (int k = 0; k < n_bufs; k++) PyBuffer_Release(&v[k]);
     if (changed < 0) return NULL;
     return Py_BuildValue("(dOdd)", tick, changed ? Py_True : Py_False, total, last);

@@ -1,5 +1,9 @@
 """``mirage eval``: every agent on the same seeded chain episodes, in parallel processes.
 
+The log is replayed in its stored site profile (``hpcsim fit``), as ``mirage study`` and
+``mirage backtest`` do, unless ``--no-profile`` or ``--total-units`` rule it out; the
+simulator and its replay's fidelity are printed and kept in ``summary.json``.
+
 Example::
 
     mirage eval --trace ../shared/traces/ls6-a100.log --total-units 72 \
@@ -17,7 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mirage.envs.options import add_world_args, build_world, chain_spec, unit_sizes
+from mirage.envs.options import (
+    add_world_args,
+    build_world,
+    chain_spec,
+    read_world_trace,
+    unit_sizes,
+)
+from mirage.envs.twin import add_profile_arg, fidelity_line, replay_fidelity, site_world
 from mirage.eval import array as eval_array
 from mirage.eval.report import markdown_table, summarise, write_results
 from mirage.eval.runner import agent_label, evaluate, order_rows
@@ -27,6 +38,7 @@ from mirage.observation import DECISION_INTERVAL
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mirage eval", description=__doc__.split("\n")[0])
     add_world_args(p)
+    add_profile_arg(p)
     p.add_argument(
         "--agents",
         default="reactive,average",
@@ -60,7 +72,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = unit_sizes(args.total_units)
     if len(sizes) != 1:
         p.error("--total-units: evaluation takes one cluster size")
-    world = build_world(args, not args.no_progress, sizes[0])
+    trace = read_world_trace(args)
+    twin, total_units = site_world(trace, args, sizes[0])
+    world = build_world(
+        args, not args.no_progress, total_units, trace=trace, make_simulator=twin.make_simulator
+    )
+    sim_line = ""
+    if shard is None:  # the whole log replayed once, not per array task
+        simulator = twin.describe(world.total_units, trace.unit)
+        sim_line = fidelity_line(simulator, replay_fidelity(trace, world.total_units, twin))
+        print(sim_line, file=sys.stderr)
     if args.split not in world.splits:
         p.error(f"unknown split {args.split!r}; have {', '.join(world.splits)}")
     chain = chain_spec(args).resolved(world.max_limit)
@@ -115,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decision_interval": args.decision_interval,
         "command": "mirage eval " + " ".join(argv),
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
+        "simulator": {**twin.to_json(), "line": sim_line},
     }
     write_results(Path(args.out), rows, summary, meta)
     print(markdown_table(summary))

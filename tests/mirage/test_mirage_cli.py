@@ -60,7 +60,22 @@ def test_train_then_eval(tmp_path, capsys, hpc2n_path):
     oracle = next(s for s in every if s["agent"] == "oracle")
     reactive = next(s for s in every if s["agent"] == "reactive")
     assert oracle["abs_gap_hours_mean"] <= reactive["abs_gap_hours_mean"] + 1e-9
-    assert "### load: all" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "### load: all" in printed.out
+    # the log's stored site profile is the world by default, as for study and backtest
+    assert doc["meta"]["simulator"]["profile"].endswith("hpc2n-excerpt.swf.profile.json")
+    assert "Simulator: site profile hpc2n-excerpt.swf.profile.json" in printed.err
+    assert "Spearman" in doc["meta"]["simulator"]["line"]
+
+
+def test_eval_without_the_profile_says_so(tmp_path, capsys, hpc2n_path):
+    out = tmp_path / "res"
+    argv = ["eval", "--trace", hpc2n_path, "--no-profile", "--episodes", "1", "--out", str(out)]
+    assert mirage([*argv, "--agents", "reactive", "--no-progress"]) == 0
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["meta"]["simulator"]["profile"] is None
+    assert doc["meta"]["simulator"]["why_not"] == "--no-profile"
+    assert "no site profile: --no-profile" in capsys.readouterr().err
 
 
 def test_bad_inputs_give_clear_errors(tmp_path, capsys, hpc2n_path):

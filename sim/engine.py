@@ -654,6 +654,13 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             self._main_pass(len(st.order) if full else self.cfg.default_queue_depth)
         st.main_ran_at = st.now
 
+    def _full_main_now(self) -> bool:
+        """The periodic full main pass is due now (``sched_interval``), unless measured
+        main-scheduler runs stand in for it."""
+        st, step = self.state, self.cfg.sched_interval
+        due = st.full_main_due and step > 0 and st.now % step == 0
+        return due and not self._mains_measured()
+
     def _mains_measured(self) -> bool:
         """Measured main-scheduler runs are still to come: they alone run it."""
         c = self.cycle
@@ -785,16 +792,14 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         st = self.state
         t = st.now
         cfg = self.cfg
-        full_main = st.full_main_due and cfg.sched_interval > 0 and t % cfg.sched_interval == 0
-        full_main = full_main and not self._mains_measured()
+        full_main = self._full_main_now()
         if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due
         can_start = self._can_any_start()
         if can_start and t >= st.calc_next and self._refresh_priorities():
             st.bf_dirty = True
             st.full_main_due = True
-            full_main = cfg.sched_interval > 0 and t % cfg.sched_interval == 0
-            full_main = full_main and not self._mains_measured()
+            full_main = self._full_main_now()
         if st.main_dirty and can_start:
             self._main_pass(cfg.default_queue_depth)
             can_start = self._can_any_start()

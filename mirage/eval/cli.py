@@ -28,7 +28,7 @@ from mirage.envs.options import (
     read_world_trace,
     unit_sizes,
 )
-from mirage.envs.twin import add_profile_arg, fidelity_line, replay_fidelity, site_world
+from mirage.envs.twin import add_profile_arg, site_world, world_report
 from mirage.eval import array as eval_array
 from mirage.eval.report import markdown_table, summarise, write_results
 from mirage.eval.runner import agent_label, evaluate, order_rows
@@ -77,11 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     world = build_world(
         args, not args.no_progress, total_units, trace=trace, make_simulator=twin.make_simulator
     )
-    sim_line = ""
+    simulator: dict = {}
     if shard is None:  # the whole log replayed once, not per array task
-        simulator = twin.describe(world.total_units, trace.unit)
-        sim_line = fidelity_line(simulator, replay_fidelity(trace, world.total_units, twin))
-        print(sim_line, file=sys.stderr)
+        simulator = world_report(trace, world.total_units, twin)
+        print(simulator["line"], file=sys.stderr)
     if args.split not in world.splits:
         p.error(f"unknown split {args.split!r}; have {', '.join(world.splits)}")
     chain = chain_spec(args).resolved(world.max_limit)
@@ -136,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decision_interval": args.decision_interval,
         "command": "mirage eval " + " ".join(argv),
         "failed_episodes": len({r["t0"] for r in rows if r["error"]}),
-        "simulator": {**twin.to_json(), "line": sim_line},
+        "simulator": simulator,
     }
     write_results(Path(args.out), rows, summary, meta)
     print(markdown_table(summary))

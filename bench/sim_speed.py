@@ -107,7 +107,8 @@ def store_profile(recorded: Path, work: Path, load: float, conf: Path) -> str:
     of the same generator, recorded the same way, and store its settings for ``recorded``;
     returns the stored profile's description. Fitting the 450k log itself would replay it
     dozens of times."""
-    from sim.profile import fit, starting_profile, store
+    from sim.fit import fit, starting_profile
+    from sim.profile import store
     from sim.traces import read_trace
 
     plain, sample = make_workloads(work, SAMPLE_JOBS, load)

@@ -7,7 +7,7 @@ One command per trace::
     .venv/bin/python bench/sim_twin.py ../shared/traces/ls6-a100.log [--seeds 3]
         [--jitter 0.02] [--plot cdf.png] [--recent auto|all|SHARE]
 
-The profile is fitted by ``sim.profile.fit`` (coordinate descent on the fit part's error;
+The profile is fitted by ``sim.fit.fit`` (coordinate descent on the fit part's error;
 nothing of the last third is used but the recorded schedule's use, from which the
 availability timeline is drawn, as in every replay of the log). Each seed scales the run
 times by 1 + jitter x N(0, 1) (near saturation single runs are chaotic). The baseline is
@@ -35,9 +35,10 @@ from sim.calibration import stored_units  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
 from sim.fidelity import Fidelity, by_size, fidelity, plot_cdfs, spearman  # noqa: E402
+from sim.fit import AUTO, fit, replay_waits, split  # noqa: E402
 from sim.fit_cli import recent_share  # noqa: E402
 from sim.phases import gc_paused  # noqa: E402
-from sim.profile import AUTO, fit, replay_waits, split, store  # noqa: E402
+from sim.profile import store  # noqa: E402
 from sim.traces.read import read_trace  # noqa: E402
 
 FIELDS = ("spearman", "ks", "sim_median_h", "sim_mean_h", "sim_p90_h", "median_abs_h")

@@ -1,4 +1,4 @@
-"""``hpcsim fit``: infer a site profile from a log's first two thirds (sim/profile.py) and
+"""``hpcsim fit``: infer a site profile from a log's first two thirds (sim/fit.py) and
 store it, so that ``hpcsim replay`` uses it by default."""
 
 from __future__ import annotations
@@ -13,17 +13,8 @@ from rich.table import Table
 
 from hpcbase.config import ConfigError
 from sim.fidelity import fidelity
-from sim.profile import (
-    AUTO,
-    FIT_FRACTION,
-    FIT_JITTERS,
-    ProfileError,
-    SiteProfile,
-    fit,
-    replay_waits,
-    split,
-    store,
-)
+from sim.fit import AUTO, FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split
+from sim.profile import SiteProfile, store
 from sim.traces.model import TraceError
 from sim.traces.read import FORMATS, read_trace
 

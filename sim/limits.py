@@ -44,7 +44,7 @@ class QosLimits:
     max_cpus_per_user: int | None = None
     max_submit_jobs_per_user: int | None = None
     #: a job larger than ``max_nodes_per_user`` on its own runs under another QOS without
-    #: that cap (a log fitted by sim/profile.py shows such jobs ran); otherwise Slurm keeps
+    #: that cap (a log fitted by sim/fit.py shows such jobs ran); otherwise Slurm keeps
     #: it pending for ever
     larger_jobs_exempt: bool = False
 

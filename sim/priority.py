@@ -7,7 +7,7 @@ half-life ``PriorityDecayHalfLife``) over everyone's. Usage is folded in lazily 
 
 Offline, :func:`submit_priorities` gives the priority each job of a trace had as it was
 submitted under a config, with the usage of the trace's recorded schedule: what a site
-profile compares with a sacct log's ``Priority`` column (sim/profile.py).
+profile compares with a sacct log's ``Priority`` column (sim/log_inference.py).
 """
 
 from __future__ import annotations

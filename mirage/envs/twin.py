@@ -20,7 +20,8 @@ import numpy as np
 
 from mirage.envs.world import default_simulator, estimate_total_units
 from sim.fidelity import Fidelity, fidelity
-from sim.profile import SiteProfile, load, simulated_waits
+from sim.fit import simulated_waits
+from sim.profile import SiteProfile, load
 from sim.traces.model import Trace
 
 NO_PROFILE = "none stored; `hpcsim fit TRACE` makes one"

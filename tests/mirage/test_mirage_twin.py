@@ -10,7 +10,8 @@ from pathlib import Path
 
 from mirage.envs.twin import site_twin, why_no_profile, world_report
 from mirage.envs.world import ChainWorld
-from sim.profile import starting_profile, store
+from sim.fit import starting_profile
+from sim.profile import store
 from sim.traces.read import read_trace
 from tests.sim.recorded import write_recorded
 

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 from mirage.envs.options import build_world
 from mirage.study import _parser, study_world, world_fidelity
+from sim.fit import starting_profile
 from sim.limit_breaks import limit_steps
-from sim.profile import starting_profile, store
+from sim.profile import store
 from sim.traces.read import read_trace
 from tests.sim.recorded import write_recorded
 

@@ -14,7 +14,8 @@ from sim.availability import Availability, outage_windows, with_outages
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.fidelity import fidelity
-from sim.profile import SiteProfile, fit, replay_waits, split, starting_profile
+from sim.fit import fit, replay_waits, split, starting_profile
+from sim.profile import SiteProfile
 from tests.sim.simhelpers import make_trace
 
 DAY = 86400.0

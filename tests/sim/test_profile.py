@@ -11,20 +11,10 @@ import pytest
 from sim.availability import recorded_usage
 from sim.config import SlurmConfig
 from sim.engine import Simulator
+from sim.fit import fit, split
 from sim.limits import QosLimits
-from sim.profile import (
-    PRIORITY_SETTINGS,
-    SCHEMA,
-    SiteProfile,
-    cluster_size,
-    fit,
-    infer_limits,
-    load,
-    priority_fit,
-    priority_lines,
-    split,
-    store,
-)
+from sim.log_inference import cluster_size, infer_limits, priority_fit
+from sim.profile import PRIORITY_SETTINGS, SCHEMA, SiteProfile, load, priority_lines, store
 from sim.traces.read import read_trace
 from tests.sim.recorded import write_sacct_with_priority
 from tests.sim.simhelpers import make_trace
@@ -126,7 +116,7 @@ def test_the_fit_moves_two_settings_where_one_at_a_time_stops():
     # then a descent) reaches both.
     from dataclasses import replace
 
-    from sim.profile import POLISH_PAIRS, _descend, _polish
+    from sim.fit import POLISH_PAIRS, _descend, _polish
 
     start = SiteProfile("t", "", "nodes", 8, 8, "fifo", 1.0, 3600.0, None, "", False, 0.0, 0.0)
     start = replace(start, outage_s=7200.0, bf_max_job_test=30)
@@ -147,7 +137,7 @@ def test_the_fit_moves_two_settings_where_one_at_a_time_stops():
 def test_a_recent_fit_judges_only_the_last_share_of_the_fit_period(tmp_path):
     """``recent``: the fit's loss and priority fit judge the jobs of the fit period's last
     share only; the limits still come from the whole period, and the replay covers the log."""
-    from sim.profile import ProfileError
+    from sim.fit import ProfileError
 
     trace = recorded_log(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
     whole, held, cut = split(trace)

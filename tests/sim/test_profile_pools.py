@@ -10,19 +10,9 @@ import pytest
 
 from sim.config import SlurmConfig
 from sim.engine import Simulator
-from sim.profile import (
-    MAX_POOLS,
-    UNNAMED,
-    SiteProfile,
-    fit,
-    load,
-    nested_pools,
-    partition_pools,
-    pool_candidates,
-    scale_pools,
-    starting_profile,
-    store,
-)
+from sim.fit import fit, starting_profile
+from sim.log_inference import MAX_POOLS, nested_pools, partition_pools, pool_candidates
+from sim.profile import UNNAMED, SiteProfile, load, scale_pools, store
 from tests.sim.simhelpers import make_trace
 
 POOLS = {"cpu": 24, "gpu": 8}

@@ -1,5 +1,5 @@
 """``hpcsim fit --recent auto``: whether a site profile is judged on the whole fit period or
-on its recent part is chosen inside the past (:func:`sim.profile.choose_recent`), checked on
+on its recent part is chosen inside the past (:func:`sim.fit.choose_recent`), checked on
 logs the simulator recorded in a world that changed, and in one that did not."""
 
 from __future__ import annotations
@@ -11,16 +11,8 @@ import pytest
 
 from sim.config import SlurmConfig
 from sim.engine import Simulator
-from sim.profile import (
-    AUTO,
-    INNER_JITTERS,
-    RECENT_SHARE,
-    ProfileError,
-    SiteProfile,
-    choose_recent,
-    fit,
-    priority_lines,
-)
+from sim.fit import AUTO, INNER_JITTERS, RECENT_SHARE, ProfileError, choose_recent, fit
+from sim.profile import SiteProfile, priority_lines
 from tests.sim.simhelpers import make_trace
 
 DAY = 86400.0

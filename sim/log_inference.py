@@ -1,0 +1,171 @@
+"""What a log shows of its site's scheduling world: its size, its partitions as node pools,
+per-user limits in the recorded concurrency, and how each priority setting ranks the
+recorded ``Priority`` column. The candidates :func:`sim.fit.fit` chooses among.
+
+- the cluster's size: at least the recorded schedule's peak use (a headerless log starts
+  from it, never from its largest job);
+- node pools, where the log names partitions (queues): the partitions sharing every node,
+  each a pool of its recorded peak use, or some nested in others, tried against one pool
+  and no partitions (:func:`pool_candidates`);
+- per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
+  least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
+  at one of the largest per-user maxima (a soft limit a few users passed);
+- where the log records each job's priority (a sacct ``Priority`` column), how each of
+  ``PRIORITY_SETTINGS`` ranks it at submission (:func:`priority_fit`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.availability import recorded_usage
+from sim.config import SlurmConfig
+from sim.fidelity import spearman
+from sim.limit_breaks import WALL_USERS, per_user_max
+from sim.limits import QosLimits
+from sim.priority import submit_priorities
+from sim.profile import PART_NAME, PRIORITY_SETTINGS, UNNAMED, partition_names, priority_lines
+from sim.traces.model import Trace
+
+#: fewer fit-part jobs with a recorded priority: the priority is chosen by the replays' loss
+MIN_RECORDED_PRIORITIES = 20
+MAX_CAPS = 6
+#: more partitions than this are tried on shared nodes only (a pool each would make the
+#: scheduler passes slow and the nesting search quadratic)
+MAX_POOLS = 16
+
+
+def cluster_size(trace: Trace) -> tuple[int, int]:
+    """(size to simulate, recorded peak): the trace's own size, raised to the recorded
+    schedule's peak use (a headerless log: the peak, never its largest job)."""
+    peak = recorded_usage(trace).peak
+    own = trace.total_units or 0
+    return max(own, peak, int(trace.units.max()) if len(trace) else 1), peak
+
+
+def log_partitions(trace: Trace) -> list[str]:
+    """The partitions the log names (UNNAMED for its jobs that name none), sorted; empty
+    when it names fewer than two, or a name a ``slurm.conf`` could not hold."""
+    parts = set(trace.partitions)
+    if UNNAMED in parts and "" in parts:  # a partition of that name, and jobs naming none
+        return []
+    uniq = sorted(p or UNNAMED for p in parts)
+    if len(uniq) < 2 or not all(PART_NAME.fullmatch(u) for u in uniq):
+        return []
+    return uniq
+
+
+def nested_pools(trace: Trace, pools: dict[str, int]) -> dict[str, str]:
+    """Partitions whose nodes may be some of a larger partition's: together the two never
+    used more than the larger one's peak (a debug partition on some batch nodes). Each maps
+    to the largest such partition, itself not nested; smallest first."""
+    names = partition_names(trace)
+    out: dict[str, str] = {}
+    for small in sorted(pools, key=pools.__getitem__):
+        for big in sorted(pools, key=pools.__getitem__, reverse=True):
+            if big == small or big in out or pools[big] < pools[small]:
+                continue
+            both = recorded_usage(trace.select((names == small) | (names == big))).peak
+            if both <= pools[big]:
+                out[small] = big
+                break
+    parents = set(out.values())
+    return {k: v for k, v in out.items() if k not in parents}
+
+
+def pool_candidates(trace: Trace) -> list[object]:
+    """The partition worlds the fit tries, as (pools, nested, shared partitions): one pool
+    without partitions; where the log names several, also the partitions sharing every
+    node, each a pool of its own, and (where the recorded use allows) some nested in
+    others (:func:`nested_pools`); pools only up to ``MAX_POOLS`` partitions."""
+    out: list[object] = [({}, {}, [])]
+    parts = log_partitions(trace)
+    if parts:
+        out.append(({}, {}, parts))
+    if parts and len(parts) <= MAX_POOLS:
+        own = partition_pools(trace)
+        out.append((own, {}, []))
+        inside = nested_pools(trace, own)
+        if inside:
+            out.append((own, inside, []))
+    return out
+
+
+def partition_pools(trace: Trace) -> dict[str, int]:
+    """Each of the log's partitions (:func:`log_partitions`) and its recorded peak use: the
+    pools of a cluster whose partitions share no node; empty when there are none."""
+    names = partition_names(trace)
+    return {p: max(1, recorded_usage(trace.select(names == p)).peak) for p in log_partitions(trace)}
+
+
+def user_maxima(trace: Trace, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """Per user, the most jobs and the most units the recorded schedule ran at once."""
+    m = mask & np.isfinite(trace.recorded_start)
+    start = trace.recorded_start[m]
+    end = start + np.maximum(trace.runtime[m], 0)
+    units = trace.units[m].astype(np.int64)
+    users = trace.user[m]
+    jobs = per_user_max(start, end, np.ones(units.size, np.int64), users)
+    return jobs, per_user_max(start, end, units, users)
+
+
+def wall(maxima: dict[int, int]) -> int | None:
+    """A limit the maxima show: the largest value at least ``WALL_USERS`` users reach,
+    passed by at most 1 % of the users (at least one); None when there is none."""
+    values = np.array(sorted(maxima.values()))
+    if not values.size:
+        return None
+    uniq, counts = np.unique(values, return_counts=True)
+    for v, c in zip(uniq[::-1], counts[::-1], strict=True):
+        if c >= WALL_USERS and v > 1:
+            above = int((values > v).sum())
+            return int(v) if above <= max(1, 0.01 * values.size) else None
+    return None
+
+
+def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
+    """Per-user limits on running jobs and nodes shown by the recorded concurrency of the
+    jobs in ``mask`` (larger jobs are exempt from the node cap: they ran)."""
+    jobs, nodes = user_maxima(trace, mask)
+    lj, ln = wall(jobs), wall(nodes)
+    if lj is None and ln is None:
+        return None
+    return QosLimits(max_jobs_per_user=lj, max_nodes_per_user=ln, larger_jobs_exempt=True)
+
+
+def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimits]:
+    """The per-user limits the fit tries: the walls (:func:`infer_limits`), and node caps at
+    the largest per-user maxima of at least a quarter of the cluster (a soft limit, passed
+    by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any."""
+    walls = infer_limits(trace, mask)
+    _, nodes = user_maxima(trace, mask)
+    caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
+    lj = walls.max_jobs_per_user if walls is not None else None
+    out = [walls] if walls is not None else []
+    for cap in caps[:MAX_CAPS]:
+        lim = QosLimits(max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True)
+        if lim not in out:
+            out.append(lim)
+    return out
+
+
+def priority_fit(trace: Trace, mask: np.ndarray, units: int) -> dict[str, float]:
+    """Spearman's rank correlation, over the jobs in ``mask`` that carry a recorded priority,
+    of that priority with the one each ``PRIORITY_SETTINGS`` entry gives them as they are
+    submitted (sim/priority.py's :func:`~sim.priority.submit_priorities`, fair-share usage
+    from the recorded schedule) on a cluster of ``units``. Empty when fewer than
+    ``MIN_RECORDED_PRIORITIES`` jobs carry one or the ranking is undefined (a constant
+    column); settings with an undefined ranking are left out."""
+    m = mask & np.isfinite(trace.recorded_priority)
+    if m.sum() < MIN_RECORDED_PRIORITIES:
+        return {}
+    rec = trace.recorded_priority[m]
+    out: dict[str, float] = {}
+    for key in PRIORITY_SETTINGS:
+        cfg = SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", f"priority {key}")
+        rho = spearman(submit_priorities(trace, cfg, units)[m], rec)
+        if math.isfinite(rho):
+            out[key] = rho
+    return out

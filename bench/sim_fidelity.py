@@ -236,7 +236,7 @@ def main() -> int:
         how = (
             "aligned"
             if timing is None
-            else f"{'replay' if timing.whole_seconds else 'cycle'}, {timing.source}"
+            else f"{'replay' if timing.latencies else 'cycle'}, {timing.source}"
         )
         runs.append((label, fig, how))
         recorded.setdefault((seed, qos or ""), []).append((label, rows))

@@ -179,6 +179,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             ) < 0 or not (cycle.completing_window > 0):
                 raise ValueError(f"bad backfill cycle {cycle}")
             self.state.bf_wake = cycle.phase
+            if cycle.main_ticks is not None:  # the background loop started then
+                self.state.main_last = self.state.full_last = (
+                    cycle.main_ticks[2] - cfg.sched_interval
+                )
             self._wakes = self._fill_wakes(sorted(cycle.wakes), cfg.bf_interval)
             if self._wakes:
                 self.state.bf_wake = self._wakes[0]
@@ -487,7 +491,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         sched_int = cfg.sched_interval
         time_dep = self.prio.time_dependent
         cycle = self.cycle
-        end_main = cycle is None or cycle.main_on_end
+        ticks = cycle is not None and cycle.main_ticks is not None
+        end_main = cycle is None or (cycle.main_on_end and not ticks)
         mains = cycle.main_wakes if cycle is not None else ()
         n_main = len(mains)
         av_t, av_u, av_seg = self._av_t, self._av_u, self._av_seg
@@ -510,6 +515,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 t = kick
             if st.main_at < n_main and mains[st.main_at] < t:
                 t = mains[st.main_at]
+            tick = math.inf
+            if ticks and st.main_at >= n_main:
+                tick = self._next_main_tick(bool(heap or st.cursor < n or st.running))
+            if tick < t:
+                t = tick
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
             if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
@@ -523,7 +533,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                         tb += bf_int
                     if tb < t:
                         t = tb
-                if st.full_main_due and sched_int > 0 and st.main_at >= n_main:
+                if st.full_main_due and sched_int > 0 and st.main_at >= n_main and not ticks:
                     tm = math.ceil(st.now / sched_int) * sched_int
                     if tm <= st.now and st.main_ran_at == st.now:
                         tm += sched_int
@@ -586,6 +596,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
             if st.main_at < n_main and mains[st.main_at] == t:
                 logged_main = 2 if cycle is not None and cycle.main_full[st.main_at] else 1
                 st.main_at += 1
+            elif tick == t:
+                logged_main = self._tick_main_kind(t)
             # 4. the backfill loop: it sees this second's submissions, not its job ends
             if cycle is not None:
                 if bf and t == self._next_wake():
@@ -629,6 +641,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                             self._push(t + cycle.epilog, _KICK, None)
                 events = True
                 st.main_dirty = st.main_dirty or end_main
+                if ticks:
+                    self._request_main()
             # 6. availability steps (drains, maintenance, nodes lent elsewhere)
             while st.av_at < n_av and av_t[st.av_at] == t:
                 seg = av_seg[st.av_at]
@@ -648,18 +662,85 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
                 self._measured_main_pass(logged_main == 2)
 
     def _measured_main_pass(self, full: bool) -> None:
-        """A main-scheduler run of a real run's log (``BackfillCycle.main_wakes``), now."""
+        """A main-scheduler run of slurmctld's background loop, now: measured (a real
+        run's log, ``BackfillCycle.main_wakes``) or modelled (``main_ticks``)."""
         st = self.state
         if self._can_any_start():
             self._main_pass(len(st.order) if full else self.cfg.default_queue_depth)
         st.main_ran_at = st.now
+        st.main_req = False
+        st.main_last = math.floor(st.now)
+        if full:
+            st.full_last = st.main_last
+
+    def _tick_at_or_after(self, t: float) -> float:
+        """The background loop's first tick at or after ``t`` (``main_ticks``), after the
+        last one handled."""
+        assert self.cycle is not None and self.cycle.main_ticks is not None
+        first, drift, _ = self.cycle.main_ticks
+        step = 1.0 + drift
+        k = math.ceil((t - first) / step)
+        tick = first + k * step
+        while tick <= self.state.tick_at or tick < t:
+            k += 1
+            tick = first + k * step
+        return tick
+
+    def _next_main_tick(self, more: bool) -> float:
+        """The next tick at which the background loop runs the main scheduler (inf: none
+        is due): requested and ``batch_sched_delay`` whole seconds after the last run, or a
+        full run while a pending job could start and ``more`` events are to come (else no
+        full run could change anything, and a job that can never start ends the run). Full
+        runs that passed unneeded only set the loop's clocks."""
+        st, sched_int = self.state, self.cfg.sched_interval
+        tick = math.inf
+        if sched_int > 0:
+            tf = self._loop_clocks()
+            if st.pending and more and self._can_any_start():
+                tick = tf
+        if st.main_req:
+            tick = min(
+                tick,
+                self._tick_at_or_after(max(st.now, st.main_last + self.cfg.batch_sched_delay)),
+            )
+        return tick
+
+    def _loop_clocks(self) -> float:
+        """Bring the background loop's clocks to now: the full runs it made that nothing
+        woke the simulator for (no pending job could start) cleared its requests and set
+        its clocks. Returns its next full run's tick."""
+        st, sched_int = self.state, self.cfg.sched_interval
+        tf = self._tick_at_or_after(st.full_last + sched_int)
+        while tf < st.now:
+            st.full_last = st.main_last = math.floor(tf)
+            st.main_req = False
+            tf = self._tick_at_or_after(st.full_last + sched_int)
+        return tf
+
+    def _request_main(self) -> None:
+        """A submission or a job's end asks for the main scheduler (``queue_job_scheduler``):
+        the background loop runs it at a tick (``main_ticks``)."""
+        if self.cfg.sched_interval > 0:
+            self._loop_clocks()
+        self.state.main_req = True
+
+    def _tick_main_kind(self, t: float) -> int:
+        """The background loop's tick at ``t``: which main run it makes (0 none, 1 default
+        depth, 2 full queue); the run itself follows the tick's events."""
+        st, cfg = self.state, self.cfg
+        st.tick_at = t
+        second = math.floor(t)
+        if cfg.sched_interval > 0 and second - st.full_last >= cfg.sched_interval:
+            return 2
+        return 1 if st.main_req and second - st.main_last >= cfg.batch_sched_delay else 0
 
     def _full_main_now(self) -> bool:
         """The periodic full main pass is due now (``sched_interval``), unless measured
         main-scheduler runs stand in for it."""
         st, step = self.state, self.cfg.sched_interval
         due = st.full_main_due and step > 0 and st.now % step == 0
-        return due and not self._mains_measured()
+        c = self.cycle
+        return due and not self._mains_measured() and (c is None or c.main_ticks is None)
 
     def _mains_measured(self) -> bool:
         """Measured main-scheduler runs are still to come: they alone run it."""
@@ -774,6 +855,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy)
         st = self.state
         delay = self.cfg.batch_sched_delay
         if self._mains_measured():
+            return
+        if self.cycle is not None and self.cycle.main_ticks is not None:
+            self._request_main()  # slurmctld's background loop runs it (_next_main_tick)
             return
         if delay <= 0:
             st.main_dirty = True

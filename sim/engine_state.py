@@ -76,6 +76,16 @@ class BackfillCycle:
     ``main_full`` marks the full-queue ones): up to the last of them the main scheduler runs
     at each, to the default depth or the whole queue, and neither submissions nor
     ``sched_interval`` schedule it otherwise.
+
+    ``main_ticks`` (a tick's time, each tick's drift past one second, the whole second of
+    a full-queue run) models that loop where no run is measured (controller.c,
+    ``_slurmctld_background``): it wakes every second plus its drift; a submission or a
+    job's end only requests the main scheduler, which runs at the first tick at least
+    ``batch_sched_delay`` whole seconds after its last run, and the full queue runs at the
+    first tick ``sched_interval`` whole seconds after the last full run (it clears the
+    requests); the loop starts as that full run's ``sched_interval`` earlier, both clocks
+    set then. None: the main scheduler runs ``batch_sched_delay`` after a submission, at
+    once after an end (``main_on_end``) and every ``sched_interval`` of simulated time.
     """
 
     phase: float = 0.0
@@ -89,6 +99,7 @@ class BackfillCycle:
     whole_seconds: bool = False
     main_wakes: tuple[float, ...] = ()
     main_full: tuple[bool, ...] = ()
+    main_ticks: tuple[float, float, float] | None = None
 
 
 class EngineState:

@@ -47,6 +47,8 @@ class Timing:
     whole_seconds: bool = False  # the backfill map in Slurm's whole seconds
     passes: list[float] = field(default_factory=list)  # backfill passes, from the log
     mains: list[tuple[float, bool]] = field(default_factory=list)  # main runs (full?), log
+    #: slurmctld's background loop: (a tick, its drift per tick, a full run's second)
+    main_ticks: tuple[float, float, float] | None = None
     source: str = "default"
 
     def cycle(self) -> BackfillCycle:
@@ -62,6 +64,7 @@ class Timing:
             whole_seconds=self.whole_seconds,
             main_wakes=tuple(t for t, _ in self.mains),
             main_full=tuple(full for _, full in self.mains),
+            main_ticks=self.main_ticks,
         )
 
 
@@ -97,8 +100,12 @@ def replay(t: Timing) -> Timing:
 
 
 def summary(t: Timing) -> Timing:
-    """The ``cycle`` timing: ``t`` without what is measured job by job or pass by pass."""
-    return replace(t, latencies={}, passes=[], mains=[])
+    """The ``cycle`` timing: ``t`` without what is measured job by job or pass by pass.
+    With the background loop's ticks (``main_ticks``) the rest is as ``replay``'s."""
+    t = replace(t, latencies={}, passes=[], mains=[])
+    if t.main_ticks is None:
+        return t
+    return replace(t, whole_seconds=True, epilog=REPLAY_EPILOG, main_on_end=False, completing=0.0)
 
 
 def simulate(
@@ -222,11 +229,25 @@ def measure_timing(
     t.mains = sorted(m for m in mains if m[0] >= 0)
     if t.mains:
         measured.append("main scheduler runs")
+        t.main_ticks = loop_ticks(t.mains)
     t.submits = {name[j]: w for w, j in found["submit"] if j in name}
     if t.submits:
         measured.append("submissions")
     t.source = "measured: " + ", ".join(measured) if measured else "default"
     return t
+
+
+def loop_ticks(mains: list[tuple[float, bool]]) -> tuple[float, float, float] | None:
+    """slurmctld's background loop from its main runs (time, full queue?): the first run's
+    time, the mean drift per one-second tick between the first and the last run, and the
+    whole second of the first full run (None without one)."""
+    full = [w for w, f in mains if f]
+    if not full:
+        return None
+    times = [w for w, _ in mains]
+    ticks = sum(round(b - a) for a, b in zip(times, times[1:], strict=False))
+    drift = (times[-1] - times[0] - ticks) / ticks if ticks else 0.0
+    return times[0], max(0.0, drift), float(math.floor(full[0]))
 
 
 TIE_S = 1.0  # Slurm records times to the second: closer starts count as simultaneous

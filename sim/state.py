@@ -131,3 +131,9 @@ class SimState:
     av_at: int = 0  # the next availability step
     lim_at: int = 0  # the next limit step (Simulator's limit_steps)
     main_at: int = 0  # the next measured main-scheduler run (BackfillCycle.main_wakes)
+    # slurmctld's background loop (BackfillCycle.main_ticks): a main run is requested; the
+    # whole seconds of the last main run and of the last full one; the last tick handled
+    main_req: bool = False
+    main_last: float = -math.inf
+    full_last: float = -math.inf
+    tick_at: float = -math.inf

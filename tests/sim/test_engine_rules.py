@@ -247,6 +247,32 @@ def test_measured_main_scheduler_runs_alone_run_it_until_the_last():
     assert starts(sim) == {1: 1.785, 2: 2.79, 3: 9.0}
 
 
+def test_background_loop_ticks_run_the_main_scheduler():
+    # slurmctld's background loop (controller.c, _slurmctld_background) ticks at 0.6 + 1.01 k;
+    # a full run at second 9 with sched_interval 10 means it started at second -1, both clocks
+    # set then. No backfill, one job per default-depth run, 4 units.
+    cfg = SlurmConfig(scheduler_type="sched/builtin", default_queue_depth=1, sched_interval=10)
+    rows = [(0.2, 3, 100, 2), (0.2, 10, 100, 2), (10.0, 1, 100, 2)]
+    cycle = BackfillCycle(main_ticks=(0.6, 0.01, 9.0))
+    sim = Simulator(make_trace(rows, total=4), cfg, cycle=cycle)
+    sim.run()
+    # the submissions' request runs at the first tick 3 whole seconds after -1 (2.62): job 1;
+    # job 1's end (5.62) requests the next: the first tick of second 5 on, 5.65: job 2. The
+    # full run at 9.69 found nothing pending, yet it set the clocks: job 3, submitted at 10,
+    # waits for second 12 (12.72), not second 8 after job 2's run.
+    assert starts(sim) == pytest.approx({1: 2.62, 2: 5.65, 3: 12.72})
+
+
+def test_background_loop_ends_with_a_job_that_can_never_start():
+    cycle = BackfillCycle(0.5, 0.125, 0.25, main_ticks=(0.6, 0.002, 9.0))
+    sim = Simulator(make_trace([], total=10), CYCLING, cycle=cycle)
+    bad = sim.submit(JobSpec(units=1, limit=100, runtime=40, exit_code=1))
+    never = sim.submit(JobSpec(units=1, limit=100, runtime=5, dependency=f"afterok:{bad}"))
+    sim.run()
+    assert sim.job(bad).state is JobState.FAILED
+    assert sim.job(never).state is JobState.PENDING and sim.next_event_time() == math.inf
+
+
 def test_backfill_cycle_ends_with_a_job_that_can_never_start():
     # A job whose dependency can never be met stays pending: the free-running loop must not
     # keep the run going once nothing else is to come.

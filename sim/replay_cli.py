@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -98,6 +99,7 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
     (total, cfg, limits, availability, limit steps); notes on standard error say which."""
     from sim.availability import fitted, recorded_usage
     from sim.limit_breaks import limit_steps
+    from sim.log_inference import infer_limits
     from sim.profile import load
 
     explicit = args.nodes or args.slurm_conf or args.qos_limits
@@ -140,7 +142,18 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
         f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment",
         soft_wrap=True,
     )
-    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S), []
+    breaks: list[tuple[float, QosLimits]] = []
+    if limits is None:  # per-user limits the recorded concurrency shows (sim.log_inference)
+        limits = infer_limits(trace, np.isfinite(trace.recorded_start))
+        if limits is not None:
+            breaks = limit_steps(trace, limits)
+            console.print(
+                f"[cyan]note:[/cyan] per-user limits from the recorded concurrency: "
+                f"{limits.to_text()}"
+                + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),
+                soft_wrap=True,
+            )
+    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S), breaks
 
 
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]

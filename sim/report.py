@@ -179,8 +179,9 @@ class Comparison:
             return None
         return (
             f"simulated mean wait {self.simulated.mean_h:.2f} h is {_times(r)} the recorded "
-            f"{self.recorded.mean_h:.2f} h: the cluster size or scheduler settings do not match "
-            "the site's (try `hpcsim calibrate`, or --nodes / --slurm-conf)"
+            f"{self.recorded.mean_h:.2f} h: the replay's cluster or scheduler settings are not "
+            "the site's (`hpcsim fit TRACE` infers its world from the log; or give --nodes / "
+            "--slurm-conf)"
         )
 
     def rows(self) -> list[tuple[str, str, str]]:

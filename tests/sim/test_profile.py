@@ -287,3 +287,25 @@ def test_stored_profiles_without_recorded_priorities_still_load():
         prof = SiteProfile.from_json(text, str(path))
         assert prof.priority in PRIORITY_SETTINGS
         assert prof.slurm_conf() == json.loads(text)["slurm_conf"]
+
+
+def test_a_replay_with_no_flags_takes_the_limits_the_log_shows(tmp_path, capsys):
+    """No stored profile: ``hpcsim replay LOG`` still holds the per-user limits the recorded
+    concurrency shows (not where ``--qos-limits`` is given), and the replay obeys them."""
+    import pandas as pd
+
+    from sim.replay_cli import main as replay_main
+    from sim.traces import write_swf
+
+    trace = recorded_log(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
+    log, out = tmp_path / "rec.swf", tmp_path / "s.csv"
+    write_swf(trace, log)
+    assert replay_main([str(log), "--no-progress", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "per-user limits from the recorded concurrency: MaxJobsPerUser=3" in err
+    s = pd.read_csv(out)
+    t = np.sort(s.start.to_numpy())
+    running = [((s.user == u) & (s.start <= x) & (s.end > x)).sum() for x in t for u in (0, 1)]
+    assert max(running) == 3
+    assert replay_main([str(log), "--no-progress", "--qos-limits", "MaxJobsPerUser=5"]) == 0
+    assert "from the recorded concurrency" not in capsys.readouterr().err

@@ -163,6 +163,7 @@ def starting_profile(
 Pair = tuple[str, list[object], str, list[object]]
 Score = Callable[[SiteProfile], float]
 WithOption = Callable[[SiteProfile, str, object], SiteProfile]
+Prefetch = Callable[[list[SiteProfile]], None]
 
 
 def choose_recent(
@@ -172,6 +173,7 @@ def choose_recent(
     jitters: int = FIT_JITTERS,
     share: float = RECENT_SHARE,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> tuple[float | None, dict[str, list[float]]]:
     """Whether the fit should judge its settings on the last ``share`` of its period only
     (a site that drifts) or on all of it, chosen inside the past: each way is fitted on the
@@ -198,7 +200,14 @@ def choose_recent(
             if progress is not None:
                 progress(f"recency check, {name}: {msg}")
 
-        prof = fit(trace, fraction=inner, jitters=jitters, recent=option, progress=note)
+        prof = fit(
+            trace,
+            fraction=inner,
+            jitters=jitters,
+            recent=option,
+            progress=note,
+            workers=workers,
+        )
         losses[name] = [
             loss(fidelity(replay_waits(trace, prof, jitter=JITTER, seed=s)[judged], rec))
             for s in range(INNER_JITTERS)
@@ -215,6 +224,7 @@ def fit(
     jitters: int = FIT_JITTERS,
     recent: float | str | None = None,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> SiteProfile:
     """Fit a site profile on the first ``fraction`` of the trace (the pools where the log
     names partitions, the limits, the availability window, the priority,
@@ -227,11 +237,13 @@ def fit(
     judge only the jobs of the last ``recent`` share of the fit period (:func:`split`); the
     whole log is still replayed, and the limits still come from the whole fit period.
     ``recent=AUTO`` chooses between the two inside the past (:func:`choose_recent`). Its
-    last step moves the window, the outages and the depth two at a time (:func:`_polish`)."""
+    last step moves the window, the outages and the depth two at a time (:func:`_polish`).
+    ``workers`` > 1 scores each search step's candidates in that many forked processes: the
+    same profile, sooner."""
     recency: dict[str, list[float]] = {}
     if recent == AUTO:
         recent, recency = choose_recent(
-            trace, fraction=fraction, jitters=jitters, progress=progress
+            trace, fraction=fraction, jitters=jitters, progress=progress, workers=workers
         )
     elif isinstance(recent, str):
         raise ProfileError(f"recent: a share of the fit period or {AUTO!r}, not {recent!r}")
@@ -243,27 +255,26 @@ def fit(
     ranked = priority_fit(trace, fit_mask, units)
     prof.priority = max(ranked, key=ranked.__getitem__) if ranked else "fifo"
     prof.priority_spearman = ranked
-    scores: dict[tuple[object, ...], float] = {}
+    with _Scores(trace, fit_mask, rec, jitters, prof, progress, workers) as score:
+        best = _search(trace, prof, score, lims, ranked, units)
+    best.steps = prof.steps
+    best.recent, best.recency = recent, recency
+    f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
+    best.fit = f.as_dict()
+    best.created = datetime.now(UTC).isoformat(timespec="seconds")
+    return best
 
-    def score(p: SiteProfile) -> float:
-        pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
-        key: tuple[object, ...] = (p.priority, p.batch_sched_delay, p.bf_max_job_test)
-        key += (p.window_s, p.clamp, p.limits, p.outage_s, pools)
-        if key not in scores:
-            runs = [
-                fidelity(
-                    replay_waits(trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s)[fit_mask],
-                    rec[fit_mask],
-                )
-                for s in range(jitters)
-            ]
-            f = runs[0]
-            scores[key] = float(np.mean([loss(r) for r in runs]))
-            prof.steps.append({"setting": p.describe(), "loss": scores[key], **f.as_dict()})
-            if progress is not None:
-                progress(f"loss {scores[key]:.3f}: {p.describe()}")
-        return scores[key]
 
+def _search(
+    trace: Trace,
+    prof: SiteProfile,
+    score: _Scores,
+    lims: list[Any],
+    ranked: dict[str, float],
+    units: int,
+) -> SiteProfile:
+    """The settings that score best from ``prof`` (see :func:`fit`)."""
+    prefetch = score.prefetch
     limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
     pool_options = pool_candidates(trace)
     axes: list[tuple[str, list[object]]] = [
@@ -297,31 +308,130 @@ def fit(
         pairs.append(("pools", pool_options, "priority", priorities))
     outage_pair: Pair = ("outage_s", list(OUTAGES), "window_s", list(WINDOWS))
 
-    first = _pair_search(prof, pairs[:1], score, with_option)
-    best = _descend(_pair_search(first, pairs[1:], score, with_option), axes, score, with_option)
-    second = _pair_search(first, [outage_pair], score, with_option)
+    first = _pair_search(prof, pairs[:1], score, with_option, prefetch)
+    best = _descend(
+        _pair_search(first, pairs[1:], score, with_option, prefetch),
+        axes,
+        score,
+        with_option,
+        prefetch,
+    )
+    second = _pair_search(first, [outage_pair], score, with_option, prefetch)
     if second.outage_s is not None:  # else the first start already searched that world
-        other = _pair_search(second, pairs[1:], score, with_option)
-        best = min(best, _descend(other, axes, score, with_option), key=score)
-    best = _polish(best, POLISH_PAIRS, score, with_option, axes)
-    best.steps = prof.steps
-    best.recent, best.recency = recent, recency
-    f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
-    best.fit = f.as_dict()
-    best.created = datetime.now(UTC).isoformat(timespec="seconds")
-    return best
+        other = _pair_search(second, pairs[1:], score, with_option, prefetch)
+        best = min(best, _descend(other, axes, score, with_option, prefetch), key=score)
+    return _polish(best, POLISH_PAIRS, score, with_option, axes, prefetch)
+
+
+def setting_loss(
+    trace: Trace, p: SiteProfile, mask: np.ndarray, rec: np.ndarray, jitters: int
+) -> tuple[float, dict[str, float]]:
+    """The fit's loss of setting ``p`` over the jobs in ``mask`` (``rec``: recorded waits),
+    the mean over ``jitters`` replays (one without jitter when 1), and the first replay's
+    figures."""
+    runs = [
+        fidelity(
+            replay_waits(trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s)[mask], rec[mask]
+        )
+        for s in range(jitters)
+    ]
+    return float(np.mean([loss(r) for r in runs])), runs[0].as_dict()
+
+
+#: what forked scoring processes read: (trace, mask, recorded waits, jitters)
+_FORKED: tuple[Trace, np.ndarray, np.ndarray, int] | None = None
+
+
+def _forked_loss(p: SiteProfile) -> tuple[float, dict[str, float]]:
+    assert _FORKED is not None
+    return setting_loss(_FORKED[0], p, *_FORKED[1:])
+
+
+class _Scores:
+    """Each setting's loss on the fit part, computed once; with ``workers`` > 1, a search
+    step's candidates are scored together in forked processes (:meth:`prefetch`), with the
+    same values as one by one. Each score is logged (``prof.steps``, ``progress``) as the
+    search first uses it, so the log reads as the serial search's."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        mask: np.ndarray,
+        rec: np.ndarray,
+        jitters: int,
+        prof: SiteProfile,
+        progress: Callable[[str], None] | None,
+        workers: int,
+    ) -> None:
+        self.args = (trace, mask, rec, jitters)
+        self.prof, self.progress, self.workers = prof, progress, workers
+        self.scores: dict[tuple[object, ...], float] = {}
+        self.ready: dict[tuple[object, ...], tuple[float, dict[str, float]]] = {}
+        self.pool: Any = None
+
+    def __enter__(self) -> _Scores:
+        global _FORKED
+        if self.workers > 1:
+            import multiprocessing
+
+            _FORKED = self.args
+            self.pool = multiprocessing.get_context("fork").Pool(self.workers)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _FORKED
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool, _FORKED = None, None
+
+    @staticmethod
+    def key(p: SiteProfile) -> tuple[object, ...]:
+        pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
+        key: tuple[object, ...] = (p.priority, p.batch_sched_delay, p.bf_max_job_test)
+        return key + (p.window_s, p.clamp, p.limits, p.outage_s, pools)
+
+    def prefetch(self, cands: list[SiteProfile]) -> None:
+        """Score the candidates not scored yet, in parallel (with workers)."""
+        if self.pool is None:
+            return
+        todo: dict[tuple[object, ...], SiteProfile] = {}
+        for p in cands:
+            k = self.key(p)
+            if k not in self.scores and k not in self.ready:
+                todo.setdefault(k, p)
+        if len(todo) > 1:
+            for k, got in zip(
+                todo, self.pool.map(_forked_loss, list(todo.values()), 1), strict=True
+            ):
+                self.ready[k] = got
+
+    def __call__(self, p: SiteProfile) -> float:
+        k = self.key(p)
+        if k not in self.scores:
+            trace, mask, rec, jitters = self.args
+            got = self.ready.pop(k, None) or setting_loss(trace, p, mask, rec, jitters)
+            self.scores[k] = got[0]
+            self.prof.steps.append({"setting": p.describe(), "loss": got[0], **got[1]})
+            if self.progress is not None:
+                self.progress(f"loss {got[0]:.3f}: {p.describe()}")
+        return self.scores[k]
 
 
 def _pair_search(
-    p: SiteProfile, pairs: list[Pair], score: Score, with_option: WithOption
+    p: SiteProfile,
+    pairs: list[Pair],
+    score: Score,
+    with_option: WithOption,
+    prefetch: Prefetch | None = None,
 ) -> SiteProfile:
     """``p`` with, for each pair of settings in turn, the pair of their options that scores
     best."""
     for a, a_opts, b, b_opts in pairs:
-        p = min(
-            (with_option(with_option(p, a, x), b, y) for x in a_opts for y in b_opts),
-            key=score,
-        )
+        cands = [with_option(with_option(p, a, x), b, y) for x in a_opts for y in b_opts]
+        if prefetch is not None:
+            prefetch(cands)
+        p = min(cands, key=score)
     return p
 
 
@@ -341,6 +451,7 @@ def _polish(
     score: Score,
     with_option: WithOption,
     axes: list[tuple[str, list[object]]],
+    prefetch: Prefetch | None = None,
 ) -> SiteProfile:
     """``p`` after moves of two ``settings`` at once (every pair of them, each pair's best
     options), each followed by a descent, in rounds (at most 2) while the score falls."""
@@ -350,7 +461,9 @@ def _polish(
         for b, b_opts in settings[i + 1 :]
     ]
     for _ in range(2):
-        cand = _descend(_pair_search(p, pairs, score, with_option), axes, score, with_option)
+        cand = _descend(
+            _pair_search(p, pairs, score, with_option, prefetch), axes, score, with_option, prefetch
+        )
         if score(cand) >= score(p) - 1e-9:
             break
         p = cand
@@ -358,13 +471,19 @@ def _polish(
 
 
 def _descend(
-    p: SiteProfile, axes: list[tuple[str, list[object]]], score: Score, with_option: WithOption
+    p: SiteProfile,
+    axes: list[tuple[str, list[object]]],
+    score: Score,
+    with_option: WithOption,
+    prefetch: Prefetch | None = None,
 ) -> SiteProfile:
     """Coordinate descent from ``p``: one setting at a time, in rounds (at most 4) until
     nothing lowers the score."""
     for _ in range(4):
         changed = False
         for name, options in axes:
+            if prefetch is not None:
+                prefetch([with_option(p, name, opt) for opt in options])
             for opt in options:
                 cand = with_option(p, name, opt)
                 if score(cand) < score(p) - 1e-9:

@@ -4,6 +4,7 @@ store it, so that ``hpcsim replay`` uses it by default."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"replays per setting, run times jittered (default {FIT_JITTERS}; 1: exact)",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="processes scoring the settings (default: this machine's cores; the same "
+        "profile whatever the number)",
+    )
+    p.add_argument(
         "--recent",
         type=recent_share,
         default=AUTO,
@@ -77,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 jitters=max(args.jitters, 1),
                 recent=args.recent,
                 progress=lambda s: status.update(s),
+                workers=max(args.jobs, 1),
             )
     except (TraceError, ConfigError, ProfileError) as e:
         err.print(f"[red]error:[/red] {e}", soft_wrap=True)

@@ -309,3 +309,15 @@ def test_a_replay_with_no_flags_takes_the_limits_the_log_shows(tmp_path, capsys)
     assert max(running) == 3
     assert replay_main([str(log), "--no-progress", "--qos-limits", "MaxJobsPerUser=5"]) == 0
     assert "from the recorded concurrency" not in capsys.readouterr().err
+
+
+def test_a_parallel_fit_chooses_as_the_serial_one():
+    """``fit(workers=2)`` scores each search step's candidates in forked processes: the same
+    profile and the same log of scores, in the same order."""
+    trace = recorded_log(QosLimits(max_jobs_per_user=3), n=600)
+    one = fit(trace, jitters=1)
+    two = fit(trace, jitters=1, workers=2)
+    assert two.describe() == one.describe()
+    assert [(s["setting"], s["loss"]) for s in two.steps] == [
+        (s["setting"], s["loss"]) for s in one.steps
+    ]

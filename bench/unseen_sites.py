@@ -32,9 +32,9 @@ from sim.availability import Availability  # noqa: E402
 from sim.config import SlurmConfig  # noqa: E402
 from sim.engine import Simulator  # noqa: E402
 from sim.fidelity import fidelity  # noqa: E402
+from sim.fit import simulated_waits  # noqa: E402
 from sim.generate import generate  # noqa: E402
 from sim.limits import QosLimits  # noqa: E402
-from sim.phases import gc_paused  # noqa: E402
 from sim.profile import priority_lines  # noqa: E402
 from sim.replay_cli import main as replay_main  # noqa: E402
 from sim.traces import write_swf  # noqa: E402
@@ -120,12 +120,7 @@ def record(site: Site, rng: np.random.Generator, jobs: int) -> Trace:
         limits=limits,
         availability=drains(rng, site.units, span),
     )
-    with gc_paused():
-        sim.run()
-    start = np.full(len(trace), np.nan)
-    for r in sim.records:
-        if r.trace_index >= 0:
-            start[r.trace_index] = r.start
+    start = trace.submit + simulated_waits(sim, len(trace))  # NaN: never started
     return replace(trace, recorded_start=start, total_units=site.units if site.header else None)
 
 
@@ -139,8 +134,8 @@ def replayed_waits(log: Path, out: Path) -> np.ndarray:
         rows = list(csv.DictReader(f))
     wait = np.full(len(rows), np.nan)
     for i, r in enumerate(rows):
-        if r["start"] not in ("", "nan"):
-            wait[i] = float(r["start"]) - float(r["submit"])
+        if r["wait"] not in ("", "nan"):
+            wait[i] = float(r["wait"])
     return wait
 
 

@@ -94,17 +94,20 @@ def replay(t: Timing) -> Timing:
     holding every start for ``REPLAY_EPILOG`` and running no main scheduler (the backfill
     loop starts the next job), and no completing hold. A run without one keeps ``t``
     without its per-job parts (the ``cycle`` timing)."""
-    if not t.latencies:
-        return summary(t)
-    return replace(t, whole_seconds=True, epilog=REPLAY_EPILOG, main_on_end=False, completing=0.0)
+    return _as_replayed(t) if t.latencies else summary(t)
 
 
 def summary(t: Timing) -> Timing:
     """The ``cycle`` timing: ``t`` without what is measured job by job or pass by pass.
     With the background loop's ticks (``main_ticks``) the rest is as ``replay``'s."""
     t = replace(t, latencies={}, passes=[], mains=[])
-    if t.main_ticks is None:
-        return t
+    return t if t.main_ticks is None else _as_replayed(t)
+
+
+def _as_replayed(t: Timing) -> Timing:
+    """``t`` with the ``replay`` timing's rules: Slurm's whole-second backfill map, a job's
+    end holding every start for ``REPLAY_EPILOG`` and running no main scheduler, and no
+    completing hold."""
     return replace(t, whole_seconds=True, epilog=REPLAY_EPILOG, main_on_end=False, completing=0.0)
 
 

@@ -21,6 +21,9 @@ from sim import _backfill
 from sim.config import SlurmConfig
 from sim.traces.model import Trace
 
+#: events folded in one numpy call between two queries from this many on (fewer: one by one)
+FOLD_VECTOR = 32
+
 
 def _floats(a: np.ndarray) -> memoryview[float]:
     """A float64 array's memory: its items read and written in place as Python floats."""
@@ -220,56 +223,98 @@ def recorded_fairshare(
     trace's recorded schedule accrued before then (jobs without a recorded start accrue
     none): :class:`FairShare`'s flat ``2^(-U/S)``, usage decayed continuously with
     ``half_life`` (0: never), ``S = 1/n_users`` (default: as the simulator counts users)."""
+    when = trace.submit if at is None else np.asarray(at, dtype=np.float64)
+    return _recorded_factors(trace, half_life, n_users, when, trace.user.astype(np.int64))
+
+
+def fairshare_at(
+    trace: Trace, half_life: float, times: np.ndarray, n_users: int | None = None
+) -> np.ndarray:
+    """Every user's fair-share factor at each of ``times``, as :func:`recorded_fairshare`
+    computes one job's: an array of shape (len(times), users)."""
+    return _recorded_factors(trace, half_life, n_users, np.asarray(times, np.float64), None)
+
+
+def _recorded_factors(
+    trace: Trace,
+    half_life: float,
+    n_users: int | None,
+    when: np.ndarray,
+    query_user: np.ndarray | None,
+) -> np.ndarray:
+    """Behind :func:`recorded_fairshare` (query ``i``: user ``query_user[i]`` at ``when[i]``)
+    and :func:`fairshare_at` (``query_user`` None: every user at each time).
+
+    A job of ``n`` units run over ``[s, e)`` has accrued, by ``t``, ``n (g(min(e, t)) -
+    g(s))`` of usage as of a reference time ``r``, with ``g(x) = e^(k (x - r)) / k`` (``x``
+    without decay). So each user's usage is a sum over the starts before ``t``, the ends up
+    to ``t`` and ``g(t)`` times the units running then: three running sums, folded in
+    between queries (the queries in time order), the reference moved up before ``g``
+    could overflow."""
     n = len(trace)
     users = trace.user.astype(np.int64)
     n_users = int(users.max()) + 1 if n_users is None and n else max(n_users or 1, 1)
-    when = trace.submit if at is None else np.asarray(at, dtype=np.float64)
+    size = max(int(users.max()) + 1 if n else 1, 1)
     ran = np.flatnonzero(np.isfinite(trace.recorded_start))
+    units = trace.units[ran].astype(np.float64)
     start = trace.recorded_start[ran]
     end = start + np.maximum(trace.runtime[ran], 0.0)
-    # events: queries (kind 0) first at equal times, then rate changes (usage over 0 s is 0)
-    t = np.concatenate([when, start, end])
-    kind = np.concatenate([np.zeros(n), np.ones(2 * ran.size)])
-    who = np.concatenate([np.arange(n), ran, ran])
-    delta = np.concatenate([np.zeros(n), trace.units[ran], -trace.units[ran]]).astype(np.float64)
-    order = np.lexsort((kind, t))
+    by_start, by_end = np.argsort(start, kind="stable"), np.argsort(end, kind="stable")
+    s_time, s_user, s_units = start[by_start], users[ran][by_start], units[by_start]
+    e_time, e_user, e_units = end[by_end], users[ran][by_end], units[by_end]
     decays = half_life > 0 and math.isfinite(half_life)
     k = math.log(2) / half_life if decays else 0.0
-    # usage is kept as of a reference time `ref` (undecayed to it); the common factor
-    # 2^(-(now - ref)/half_life) cancels in U/S, so only the reference is ever moved
-    ref = float(t[order[0]]) if t.size else 0.0
+    ref = float(min(s_time[0] if s_time.size else 0.0, when.min(initial=math.inf)))
 
-    def grown(a: float, b: float) -> float:
-        """Usage one unit accrues from a to b, as of the reference time."""
+    def g(x: Any) -> Any:
+        """Usage one unit accrues by ``x`` as of the reference (an array or a float)."""
         if not decays:
-            return b - a
-        return (math.exp(k * (b - ref)) - math.exp(k * (a - ref))) / k
+            return x
+        if isinstance(x, np.ndarray):
+            return np.exp(k * (x - ref)) / k
+        return math.exp(k * (x - ref)) / k
 
-    size = max(int(users.max()) + 1 if n else 1, 1)
-    usage = np.zeros(size)
-    rate = np.zeros(size)
-    since = np.zeros(size)
-    total = total_rate = last = 0.0
-    out = np.ones(n)
-    for i in order.tolist():
-        now = float(t[i])
-        if decays and k * (now - ref) > 500:  # rebase before exp() overflows
-            scale = math.exp(-k * (now - ref))
-            usage *= scale
-            total *= scale
-            ref = now
-        total += total_rate * grown(last, now)
-        last = now
-        j = int(who[i])
-        u = int(users[j])
-        usage[u] += rate[u] * grown(float(since[u]), now)
-        since[u] = now
-        d = float(delta[i])
-        if d:
-            rate[u] += d
-            total_rate += d
-        elif total > 0:
-            out[j] = 2.0 ** (-(usage[u] / total) * n_users)
+    accrued = np.zeros(size)  # sum of n g(e) over ends, less n g(s) over starts
+    running = np.zeros(size)  # units running
+    tot_accrued = tot_running = 0.0
+    out = np.ones(when.size) if query_user is not None else np.ones((when.size, size))
+    si = ei = 0
+    for q in np.argsort(when, kind="stable").tolist():
+        t = float(when[q])
+        if decays and k * (t - ref) > 500:  # move the reference up to t
+            scale = math.exp(-k * (t - ref))
+            accrued *= scale
+            tot_accrued *= scale
+            ref = t
+        s2 = int(np.searchsorted(s_time, t, "left"))  # starts before t
+        e2 = int(np.searchsorted(e_time, t, "right"))  # ends up to t
+        for times, who, amount, sign, lo, hi in (
+            (s_time, s_user, s_units, -1.0, si, s2),
+            (e_time, e_user, e_units, 1.0, ei, e2),
+        ):
+            if hi - lo > FOLD_VECTOR:
+                add = sign * amount[lo:hi] * g(times[lo:hi])
+                np.add.at(accrued, who[lo:hi], add)
+                np.add.at(running, who[lo:hi], -sign * amount[lo:hi])
+                tot_accrued += float(add.sum())
+                tot_running -= sign * float(amount[lo:hi].sum())
+            for i in range(lo, hi if hi - lo <= FOLD_VECTOR else lo):
+                u, x = int(who[i]), float(amount[i])
+                add = sign * x * float(g(float(times[i])))
+                accrued[u] += add
+                running[u] -= sign * x
+                tot_accrued += add
+                tot_running -= sign * x
+        si, ei = s2, e2
+        now = float(g(t))
+        total = tot_accrued + tot_running * now
+        if total <= 0:
+            continue
+        if query_user is None:
+            out[q] = 2.0 ** (-((accrued + running * now) / total) * n_users)
+        else:
+            u = int(query_user[q])
+            out[q] = 2.0 ** (-((accrued[u] + running[u] * now) / total) * n_users)
     return out
 
 

@@ -29,7 +29,7 @@ from sim.limits import QosLimits
 from sim.phases import PhaseTimer, gc_paused
 from sim.pools import Pools
 from sim.report import compare, plot, schedule_frame, summarize, write_schedule
-from sim.traces.model import TraceError
+from sim.traces.model import Trace, TraceError
 from sim.traces.read import FORMATS, read_trace
 
 MAX_WARNINGS_SHOWN = 10
@@ -153,7 +153,27 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),
                 soft_wrap=True,
             )
+    if cfg == SlurmConfig():  # no --slurm-conf, no calibration: the order the log shows
+        cfg = _start_order(trace, total, limits, console) or cfg
     return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S), breaks
+
+
+def _start_order(
+    trace: Trace, total: int, limits: QosLimits | None, console: Console
+) -> SlurmConfig | None:
+    """The priority and backfill depth the recorded start order shows
+    (:func:`sim.start_order.infer_order`), as a config; None when it shows none."""
+    from sim.start_order import infer_order
+
+    order = infer_order(trace, total, limits)
+    if order is None:
+        return None
+    console.print(
+        f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
+    )
+    if not order.bounded:
+        return None
+    return SlurmConfig.from_text("\n".join(order.lines()) + "\n", "the recorded start order")
 
 
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]

@@ -1,0 +1,144 @@
+"""The priority and backfill depth a log's recorded start order shows (sim/start_order.py),
+checked on logs the simulator recorded itself under known settings; and the fair-share
+factors it ranks by (sim/priority.py's :func:`~sim.priority.fairshare_at`) against the
+usage integral written out."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.config import SlurmConfig
+from sim.engine import Simulator
+from sim.fit import simulated_waits
+from sim.generate import generate
+from sim.limits import QosLimits
+from sim.priority import fairshare_at, recorded_fairshare
+from sim.profile import priority_lines
+from sim.start_order import infer_order
+from tests.sim.simhelpers import make_trace
+
+
+def recorded(priority: str, depth: int, max_jobs: int | None, units: int, load: float):
+    """3,000 generated jobs on ``units`` procs, recorded under the priority, the depth and a
+    per-user job limit; with those limits."""
+    trace = generate(3000, units, seed=3, load=load)
+    lines = [f"SchedulerParameters=bf_max_job_test={depth}", *priority_lines(priority)]
+    cfg = SlurmConfig.from_text("\n".join(lines) + "\n", "recorded under")
+    limits = QosLimits(max_jobs_per_user=max_jobs) if max_jobs else None
+    sim = Simulator(trace, cfg, total_units=units, limits=limits)
+    start = trace.submit + simulated_waits(sim, len(trace))
+    return replace(trace, recorded_start=start), limits
+
+
+@pytest.mark.parametrize(
+    ("priority", "depth", "max_jobs", "units"),
+    [
+        ("fifo", 20, None, 64),
+        ("fairshare-1d", 20, 4, 64),  # the limit's held jobs do not count to the depth
+        ("fairshare-7d-size10k", 30, None, 128),  # told apart from its size1k sibling
+    ],
+)
+def test_the_start_order_shows_the_priority_and_depth_a_log_was_recorded_under(
+    priority, depth, max_jobs, units
+):
+    trace, limits = recorded(priority, depth, max_jobs, units, 0.9)
+    order = infer_order(trace, units, limits)
+    assert order is not None and order.bounded
+    assert order.priority == priority
+    assert order.depth is not None and abs(order.depth - depth) <= 2
+    if priority != "fifo":
+        assert order.bounds[priority] < order.bounds["fifo"]
+    assert f"SchedulerParameters=bf_max_job_test={order.depth}" in order.lines()
+    assert f"priority {priority}" in order.describe()
+
+
+def test_a_deep_backfill_leaves_the_order_saying_nothing():
+    """Slurm's default depth reaches every queue this log had: no depth is inferred, and
+    the priority stays FIFO whichever setting ranks the starts best."""
+    trace, limits = recorded("fifo", 500, None, 64, 0.9)
+    order = infer_order(trace, 64, limits)
+    assert order is not None and not order.bounded
+    assert (order.priority, order.depth, order.lines()) == ("fifo", None, [])
+    assert order.describe().startswith("nothing:")
+
+
+def test_a_replay_with_no_flags_takes_the_order_the_log_shows(tmp_path, capsys):
+    """No stored profile, no ``--slurm-conf``: ``hpcsim replay LOG`` replays under the
+    priority and depth the start order shows, and says so; a given config is kept."""
+    from sim.replay_cli import main as replay_main
+    from sim.traces import write_swf
+
+    trace, _ = recorded("fairshare-1d", 20, 4, 64, 0.9)
+    log = tmp_path / "rec.swf"
+    write_swf(trace, log)
+    assert replay_main([str(log), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "from the recorded start order: priority fairshare-1d, bf_max_job_test=" in err
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("SchedulerParameters=bf_max_job_test=500\n")
+    assert replay_main([str(log), "--no-progress", "--slurm-conf", str(conf)]) == 0
+    assert "recorded start order" not in capsys.readouterr().err
+
+
+def test_a_log_without_recorded_starts_shows_no_order():
+    trace = make_trace([(0, 60, 120, 1), (10, 60, 120, 2)], total=4)
+    assert infer_order(trace, 4, None) is None
+
+
+def usage_integral(jobs, t: float, half_life: float) -> dict[int, float]:
+    """Each user's usage at ``t``: units x the integral of 2^-(t - x)/half_life over the
+    part of each job's run before ``t`` (no decay: its length)."""
+    out: dict[int, float] = {}
+    for s, e, n, u in jobs:
+        a, b = s, min(e, t)
+        if b <= a:
+            continue
+        if half_life:
+            k = math.log(2) / half_life
+            used = n * (math.exp(-k * (t - b)) - math.exp(-k * (t - a))) / k
+        else:
+            used = n * (b - a)
+        out[u] = out.get(u, 0.0) + used
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(
+            st.integers(0, 20_000),  # start (s)
+            st.integers(0, 20_000),  # run time (s)
+            st.integers(1, 8),  # units
+            st.integers(0, 3),  # user
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    times=st.lists(st.integers(0, 45_000), min_size=1, max_size=8),
+    half_life=st.sampled_from([0.0, 3600.0, 86400.0]),
+)
+def test_the_fair_share_factors_match_the_usage_integral(jobs, times, half_life):
+    """``fairshare_at`` (every user at each time) and ``recorded_fairshare`` (one job's
+    user at its time) both give ``2^(-U/total x users)`` of the usage integral."""
+    rows = [(float(s), float(r), float(r), n, u) for s, r, n, u in jobs]
+    trace = make_trace(rows, total=64)
+    trace.recorded_start = trace.submit.copy()
+    runs = [(s, s + r, n, u) for s, r, n, u in jobs]
+    users = max(u for *_, u in jobs) + 1
+    at = np.array(times, dtype=np.float64)
+    matrix = fairshare_at(trace, half_life, at, users)
+    for i, t in enumerate(times):
+        use = usage_integral(runs, float(t), half_life)
+        total = sum(use.values())
+        for u in range(users):
+            want = 2.0 ** (-(use.get(u, 0.0) / total) * users) if total > 0 else 1.0
+            assert matrix[i, u] == pytest.approx(want, rel=1e-9, abs=1e-12)
+    q = np.resize(at, len(trace))  # job j asked at q[j]
+    per_job = recorded_fairshare(trace, half_life, users, at=q)
+    np.testing.assert_allclose(per_job, matrix[np.arange(len(trace)) % at.size, trace.user])

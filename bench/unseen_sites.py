@@ -1,6 +1,7 @@
 """Logs from sites never seen, replayed with no flags: are the waits of the right order?
 
     .venv/bin/python bench/unseen_sites.py [--sites 8] [--first 0] [--jobs 8000] [--keep DIR]
+        [--off-grid]
 
 Issue 23 asks that a log from a site this project has never seen, replayed by the default
 command (``hpcsim replay LOG``, no flags, no stored profile), gives a mean wait within 1.5x
@@ -9,6 +10,8 @@ availability window was chosen between them; so each site here is a log the simu
 records in a world drawn at random (size, load, priority, per-user limit, backfill depth,
 drained nodes and maintenance windows), none of which the replay is told. Declared before
 the first run: ``docs/bench-data/probes-2026-11-27-session17/unseen_sites_declared.txt``.
+``--off-grid`` draws each fair-share site's weights off the grid the replay chooses among
+(``sim.profile.PRIORITY_SETTINGS``): any half-life, age, job-size and fair-share weight.
 Ends with a ``RESULT`` line: how many sites' means fall within 1.5x.
 """
 
@@ -59,17 +62,38 @@ class Site:
     max_jobs: int | None
     depth: int
     header: bool
+    #: the priority's slurm.conf lines where drawn off the grid (else ``priority``'s)
+    lines: tuple[str, ...] = ()
 
     def describe(self) -> str:
         lim = f"MaxJobsPerUser={self.max_jobs}" if self.max_jobs else "no limit"
         head = "header" if self.header else "headerless"
+        prio = self.priority
+        if self.lines:  # off the grid: its weights
+            prio = " ".join(x.removeprefix("Priority") for x in self.lines[2:])
         return (
-            f"{self.units} procs, load {self.load:.2f}, {self.priority}, {lim}, "
+            f"{self.units} procs, load {self.load:.2f}, {prio}, {lim}, "
             f"bf_max_job_test={self.depth}, {head}"
         )
 
 
-def draw(seed: int) -> tuple[Site, np.random.Generator]:
+def off_grid(seed: int) -> tuple[str, ...]:
+    """Multifactor weights drawn anywhere (their own generator: the site's other draws are
+    those of the grid's)."""
+    rng = np.random.default_rng(5000 + seed)
+    half_life = float(np.exp(rng.uniform(np.log(0.5), np.log(14.0))))  # days
+    return (
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        f"PriorityWeightFairshare={int(rng.integers(10_000, 100_001))}",
+        f"PriorityWeightAge={int(rng.integers(0, 20_001))}",
+        f"PriorityWeightJobSize={int(rng.integers(0, 30_001))}",
+        f"PriorityMaxAge={int(rng.integers(1, 15))}-0",
+        f"PriorityDecayHalfLife={int(half_life * 24)}:00:00",
+    )
+
+
+def draw(seed: int, grid: bool = True) -> tuple[Site, np.random.Generator]:
     rng = np.random.default_rng(1000 + seed)
     site = Site(
         seed=seed,
@@ -80,6 +104,8 @@ def draw(seed: int) -> tuple[Site, np.random.Generator]:
         depth=int(rng.choice(DEPTHS)),
         header=seed % 2 == 0,
     )
+    if not grid and site.priority != "fifo":
+        site = replace(site, lines=off_grid(seed))
     return site, rng
 
 
@@ -111,7 +137,8 @@ def record(site: Site, rng: np.random.Generator, jobs: int) -> Trace:
     trace = generate(jobs, site.units, seed=site.seed, load=site.load)
     span = float(trace.submit[-1] - trace.submit[0])
     lines = [f"SchedulerParameters=bf_max_job_test={site.depth}"]
-    cfg = SlurmConfig.from_text("\n".join(lines + priority_lines(site.priority)) + "\n", "site")
+    prio = list(site.lines) or priority_lines(site.priority)
+    cfg = SlurmConfig.from_text("\n".join(lines + prio) + "\n", "site")
     limits = QosLimits(max_jobs_per_user=site.max_jobs) if site.max_jobs else None
     sim = Simulator(
         trace,
@@ -145,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first", type=int, default=0, help="the first site's seed")
     p.add_argument("--jobs", type=int, default=8000)
     p.add_argument("--keep", type=Path, help="keep the logs and schedules here")
+    p.add_argument("--off-grid", action="store_true", help="fair-share weights drawn anywhere")
     args = p.parse_args(argv)
     within = 0
     ratios: list[float] = []
@@ -152,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
         for seed in range(args.first, args.first + args.sites):
-            site, rng = draw(seed)
+            site, rng = draw(seed, grid=not args.off_grid)
             trace = record(site, rng, args.jobs)
             log = where / f"site{seed}.swf"
             write_swf(trace, log)

@@ -26,9 +26,16 @@ from typing import Any, cast
 import numpy as np
 
 from sim.fidelity import Fidelity, fidelity
-from sim.log_inference import cluster_size, limit_candidates, pool_candidates, priority_fit
+from sim.log_inference import (
+    cluster_size,
+    infer_limits,
+    limit_candidates,
+    pool_candidates,
+    priority_fit,
+)
 from sim.phases import gc_paused
 from sim.profile import PRIORITY_SETTINGS, SiteProfile
+from sim.start_order import infer_order
 from sim.traces.model import Trace
 
 FIT_FRACTION = 2 / 3
@@ -255,8 +262,16 @@ def fit(
     ranked = priority_fit(trace, fit_mask, units)
     prof.priority = max(ranked, key=ranked.__getitem__) if ranked else "fifo"
     prof.priority_spearman = ranked
+    depths = list(BACKFILL_DEPTHS)
+    walls = infer_limits(trace, trace.submit < cut)
+    order = None if ranked else infer_order(trace, units, walls, until=cut)
+    if order is not None and order.bounded:  # the recorded start order chose them
+        # a profile holds the grid's settings, not refined weights: the grid's depth
+        prof.priority, prof.bf_max_job_test = order.priority, order.grid_depth
+        prof.start_order = order.describe()
+        depths += [order.grid_depth] if order.grid_depth not in depths else []
     with _Scores(trace, fit_mask, rec, jitters, prof, progress, workers) as score:
-        best = _search(trace, prof, score, lims, ranked, units)
+        best = _search(trace, prof, score, lims, bool(ranked or prof.start_order), depths, units)
     best.steps = prof.steps
     best.recent, best.recency = recent, recency
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
@@ -270,10 +285,12 @@ def _search(
     prof: SiteProfile,
     score: _Scores,
     lims: list[Any],
-    ranked: dict[str, float],
+    fixed_priority: bool,
+    depths: list[int | None],
     units: int,
 ) -> SiteProfile:
-    """The settings that score best from ``prof`` (see :func:`fit`)."""
+    """The settings that score best from ``prof`` (see :func:`fit`); its priority stays
+    where the log chose it (``fixed_priority``)."""
     prefetch = score.prefetch
     limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
     pool_options = pool_candidates(trace)
@@ -285,9 +302,9 @@ def _search(
         ("outage_s", list(OUTAGES)),
         ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
-        ("bf_max_job_test", list(BACKFILL_DEPTHS)),
+        ("bf_max_job_test", list(depths)),
     ]
-    if ranked:  # the recorded Priority column chose it
+    if fixed_priority:  # the recorded Priority column or start order chose it
         axes = [a for a in axes if a[0] != "priority"]
 
     def with_option(p: SiteProfile, name: str, opt: object) -> SiteProfile:
@@ -301,8 +318,8 @@ def _search(
     # second start takes the best pair of those after the first pair. The better of the two
     # descents is kept (a greedy search from one start can stop short of the other).
     pairs: list[Pair] = [("limits", list(limit_options), "window_s", list(WINDOWS))]
-    priorities: list[object] = [prof.priority] if ranked else list(PRIORITY_SETTINGS)
-    if not ranked:
+    priorities: list[object] = [prof.priority] if fixed_priority else list(PRIORITY_SETTINGS)
+    if not fixed_priority:
         pairs.append(("window_s", list(WINDOWS), "priority", priorities))
     if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
         pairs.append(("pools", pool_options, "priority", priorities))
@@ -320,7 +337,8 @@ def _search(
     if second.outage_s is not None:  # else the first start already searched that world
         other = _pair_search(second, pairs[1:], score, with_option, prefetch)
         best = min(best, _descend(other, axes, score, with_option, prefetch), key=score)
-    return _polish(best, POLISH_PAIRS, score, with_option, axes, prefetch)
+    polish = tuple((k, tuple(depths) if k == "bf_max_job_test" else o) for k, o in POLISH_PAIRS)
+    return _polish(best, polish, score, with_option, axes, prefetch)
 
 
 def setting_loss(

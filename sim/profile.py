@@ -102,8 +102,12 @@ class SiteProfile:
     #: how that was chosen inside the past (:func:`sim.fit.choose_recent`): each way's losses on
     #: the last third of the fit period, fitted on the first two; empty when not checked
     recency: dict[str, list[float]] = field(default_factory=dict)
-    #: a BACKFILL_DEPTHS entry: ``bf_max_job_test`` (None: Slurm's default)
+    #: ``bf_max_job_test`` (None: Slurm's default): a BACKFILL_DEPTHS entry, or the one
+    #: the recorded start order showed
     bf_max_job_test: int | None = None
+    #: where the recorded start order chose the priority and depth to start the search
+    #: from (:func:`sim.start_order.infer_order`), its evidence; else empty
+    start_order: str = ""
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -239,6 +243,8 @@ class SiteProfile:
         prio = self.priority
         if self.priority in self.priority_spearman:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
+        elif self.start_order:
+            prio += " (recorded start order)"
         pools = ""
         if self.pools:
             pools = (

@@ -49,11 +49,21 @@ class StartOrder:
     best: str  # the setting with the lowest bound (FIFO where it ties)
     starts: int  # sampled starts with a queue ahead
     bounded: bool  # whether the best bound stops well short of the queues (else FIFO)
+    #: the weights that bound the ranks lower still, off the grid (:func:`refine`), and
+    #: their bound; empty where none does
+    weights: tuple[str, ...] = ()
+    weights_bound: int = 0
+
+    @property
+    def grid_depth(self) -> int | None:
+        """The depth under the grid's setting ``priority`` (what a site profile can hold)."""
+        bound = self.bounds[self.best]
+        return bound + 1 if self.bounded and bound + 1 < DEFAULT_DEPTH else None
 
     def lines(self) -> list[str]:
-        """The ``slurm.conf`` lines of what was inferred."""
+        """The ``slurm.conf`` lines of what was inferred (the refined weights if any)."""
         depth = [f"SchedulerParameters=bf_max_job_test={self.depth}"] if self.depth else []
-        return priority_lines(self.priority) + depth
+        return (list(self.weights) or priority_lines(self.priority)) + depth
 
     def describe(self) -> str:
         """One line: what was inferred, and from what."""
@@ -65,12 +75,15 @@ class StartOrder:
             return f"nothing: {within}, and the queues were seldom much deeper"
         depth = f"bf_max_job_test={self.depth}" if self.depth else "the default depth"
         vs = "" if self.priority == "fifo" else f" (under fifo within {self.bounds['fifo']})"
+        if self.weights:
+            named = " ".join(w.removeprefix("Priority") for w in self.weights[3:])
+            vs += f"; weights {named} bound them within {self.weights_bound}"
         return f"priority {self.priority}, {depth}: {within}{vs}"
 
 
-def _sample(trace: Trace, sample: int) -> np.ndarray:
-    """Indices of the recorded starts to rank: every started job, thinned evenly."""
-    started = np.flatnonzero(np.isfinite(trace.recorded_start))
+def _sample(trace: Trace, sample: int, until: float) -> np.ndarray:
+    """Indices of the recorded starts before ``until`` to rank: all, thinned evenly."""
+    started = np.flatnonzero(trace.recorded_start < until)
     started = started[np.argsort(trace.recorded_start[started], kind="stable")]
     if started.size > sample:
         started = started[np.linspace(0, started.size - 1, sample).astype(np.int64)]
@@ -101,61 +114,91 @@ def _held(
     return held
 
 
-def start_ranks(
-    trace: Trace, units: int, limits: QosLimits | None, sample: int = SAMPLE
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """At each sampled recorded start with a queue ahead: per ``PRIORITY_SETTINGS`` entry,
-    the started job's rank among the pending jobs not held by ``limits`` (ties: submitted
-    first ranks first); and that eligible queue's length."""
-    idx = _sample(trace, sample)
-    sub, st = trace.submit, trace.recorded_start
-    start = np.where(np.isfinite(st), st, np.inf)
-    end = start + np.maximum(trace.runtime, 0.0)
-    by_sub = np.argsort(sub, kind="stable")
-    sub_sorted = sub[by_sub]
-    longest_wait = float(np.nanmax(start - sub, initial=0.0, where=np.isfinite(start)))
-    by_start = np.argsort(start, kind="stable")
-    start_sorted = start[by_start]
-    longest_run = float(np.max(np.maximum(trace.runtime, 0.0), initial=0.0))
-    n_users = int(trace.user.max()) + 1 if len(trace) else 1
-    halves = {PRIORITY_SETTINGS[k][0] for k in PRIORITY_SETTINGS} - {""}
-    models: dict[str, PriorityModel] = {}
-    sizes: dict[str, np.ndarray] = {}  # each job's job-size term under each setting
-    uniq, inverse = np.unique(trace.units, return_inverse=True)
-    for key in PRIORITY_SETTINGS:
-        cfg = SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", f"priority {key}")
-        model = models[key] = PriorityModel(cfg, units, trace.unit, n_users)
+class Queues:
+    """The sampled recorded starts with a queue ahead: each start's time, the started job
+    and the pending jobs no limit held then; each priority's ranks of them (:meth:`ranks`),
+    with the fair-share factors per half-life computed once."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        units: int,
+        limits: QosLimits | None,
+        sample: int = SAMPLE,
+        until: float = math.inf,
+    ) -> None:
+        self.trace, self.units = trace, units
+        idx = _sample(trace, sample, until)
+        sub, st = trace.submit, trace.recorded_start
+        start = np.where(np.isfinite(st), st, np.inf)
+        end = start + np.maximum(trace.runtime, 0.0)
+        by_sub = np.argsort(sub, kind="stable")
+        sub_sorted = sub[by_sub]
+        longest_wait = float(np.nanmax(start - sub, initial=0.0, where=np.isfinite(start)))
+        by_start = np.argsort(start, kind="stable")
+        start_sorted = start[by_start]
+        longest_run = float(np.max(np.maximum(trace.runtime, 0.0), initial=0.0))
+        self.started: list[int] = []
+        self.pending: list[np.ndarray] = []
+        for j in idx.tolist():
+            t = float(st[j])
+            lo = np.searchsorted(sub_sorted, t - longest_wait, "left")
+            hi = np.searchsorted(sub_sorted, t, "right")
+            cand = by_sub[lo:hi]
+            cand = cand[(start[cand] >= t) & (cand != j)]
+            a = np.searchsorted(start_sorted, t - longest_run, "left")
+            b = np.searchsorted(start_sorted, t, "left")
+            running = by_start[a:b]
+            running = running[end[running] > t]
+            cand = cand[~_held(trace, limits, t, cand, running)]
+            if cand.size:
+                self.started.append(j)
+                self.pending.append(cand)
+        self.times = st[np.array(self.started, np.int64)] if self.started else np.zeros(0)
+        self.lengths = np.array([c.size for c in self.pending], np.int64)
+        self.n_users = int(trace.user.max()) + 1 if len(trace) else 1
+        self._fairshare: dict[float, np.ndarray] = {}
+
+    def ranks(self, cfg: SlurmConfig) -> np.ndarray:
+        """Each start's rank under ``cfg``'s priority (ties: submitted first ranks first)."""
+        trace = self.trace
+        model = PriorityModel(cfg, self.units, trace.unit, self.n_users)
+        uniq, inverse = np.unique(trace.units, return_inverse=True)
         factor = np.array([model.size_factor(int(u)) for u in uniq.tolist()])
-        sizes[key] = cfg.weight_job_size * factor[inverse]
-    times = st[idx]
-    by_half = {h: fairshare_at(trace, _half_life(h), times, n_users) for h in halves}
-    shares = {k: by_half.get(PRIORITY_SETTINGS[k][0], np.ones((times.size, 1))) for k in models}
-    ranks: dict[str, list[int]] = {k: [] for k in PRIORITY_SETTINGS}
-    queue: list[int] = []
-    for row, j in enumerate(idx.tolist()):
-        t = float(st[j])
-        lo = np.searchsorted(sub_sorted, t - longest_wait, "left")
-        hi = np.searchsorted(sub_sorted, t, "right")
-        cand = by_sub[lo:hi]
-        cand = cand[(start[cand] >= t) & (cand != j)]
-        a = np.searchsorted(start_sorted, t - longest_run, "left")
-        b = np.searchsorted(start_sorted, t, "left")
-        running = by_start[a:b]
-        running = running[end[running] > t]
-        cand = cand[~_held(trace, limits, t, cand, running)]
-        if not cand.size:
-            continue
-        queue.append(int(cand.size))
-        for key, model in models.items():
-            pri = _priorities(model, trace, np.r_[cand, j], t, sizes[key], shares[key][row])
+        size_term = cfg.weight_job_size * factor[inverse]
+        shares = None
+        if model.w_fairshare:
+            half = cfg.decay_half_life
+            if half not in self._fairshare:
+                self._fairshare[half] = fairshare_at(trace, half, self.times, self.n_users)
+            shares = self._fairshare[half]
+        sub = trace.submit
+        out = np.zeros(len(self.started), np.int64)
+        for row, (j, cand) in enumerate(zip(self.started, self.pending, strict=True)):
+            fs = shares[row] if shares is not None else np.ones(1)
+            pri = _priorities(model, trace, np.r_[cand, j], self.times[row], size_term, fs)
             ahead = (pri[:-1] > pri[-1]) | ((pri[:-1] == pri[-1]) & (sub[cand] < sub[j]))
-            ranks[key].append(int(ahead.sum()))
-    return {k: np.array(v, np.int64) for k, v in ranks.items()}, np.array(queue, np.int64)
+            out[row] = int(ahead.sum())
+        return out
 
 
-def _half_life(text: str) -> float:
-    """A ``PRIORITIES`` half-life in seconds (as the config reads it)."""
-    return SlurmConfig.from_text(f"PriorityDecayHalfLife={text}\n", "half-life").decay_half_life
+def grid_config(key: str) -> SlurmConfig:
+    """The priority config of a ``PRIORITY_SETTINGS`` entry."""
+    return SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", f"priority {key}")
+
+
+def start_ranks(
+    trace: Trace,
+    units: int,
+    limits: QosLimits | None,
+    sample: int = SAMPLE,
+    until: float = math.inf,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """At each sampled recorded start (before ``until``) with a queue ahead: per
+    ``PRIORITY_SETTINGS`` entry, the started job's rank among the pending jobs not held by
+    ``limits`` (:class:`Queues`); and that eligible queue's length."""
+    q = Queues(trace, units, limits, sample, until)
+    return {k: q.ranks(grid_config(k)) for k in PRIORITY_SETTINGS}, q.lengths
 
 
 def _priorities(
@@ -178,21 +221,98 @@ def _priorities(
     return np.maximum(np.trunc(pri), 1.0)
 
 
-def infer_order(trace: Trace, units: int, limits: QosLimits | None) -> StartOrder | None:
-    """The priority and depth the recorded start order shows (None: no start had a queue
-    ahead). Under each priority setting the sampled starts' ranks have a bound (their
-    ``DEPTH_PERCENTILE``); the site's priority is the one with the lowest bound (FIFO where
-    it ties), since under any other the backfill seems to reach deeper than it did. The
-    order is *bounded* where at least ``DEEP_SHARE`` of the queues were ``DEEPER`` times
-    longer than that bound: then the priority is that one and the depth the bound + 1
+def infer_order(
+    trace: Trace, units: int, limits: QosLimits | None, until: float = math.inf
+) -> StartOrder | None:
+    """The priority and depth the recorded start order (before ``until``) shows (None: no
+    start had a queue ahead). Under each priority setting the sampled starts' ranks have a
+    bound (their ``DEPTH_PERCENTILE``); the site's priority is the one with the lowest bound
+    (FIFO where it ties), since under any other the backfill seems to reach deeper than it
+    did. The order is *bounded* where at least ``DEEP_SHARE`` of the queues were ``DEEPER``
+    times longer than that bound: then the priority is that one and the depth the bound + 1
     (below ``DEFAULT_DEPTH``). Otherwise backfill reached what it liked, the order says
     nothing, and the priority stays FIFO."""
-    ranks, queue = start_ranks(trace, units, limits)
-    if not queue.size:
+    q = Queues(trace, units, limits, until=until)
+    if not q.started:
         return None
-    bounds = {k: int(math.ceil(np.percentile(r, DEPTH_PERCENTILE))) for k, r in ranks.items()}
+    bounds = {k: _bound(q.ranks(grid_config(k))) for k in PRIORITY_SETTINGS}
     best = min(bounds, key=lambda k: (bounds[k], k != "fifo"))
     bound = bounds[best]
-    bounded = float(np.mean(queue >= DEEPER * (bound + 1))) >= DEEP_SHARE
-    depth = bound + 1 if bounded and bound + 1 < DEFAULT_DEPTH else None
-    return StartOrder(best if bounded else "fifo", depth, bounds, best, int(queue.size), bounded)
+    bounded = float(np.mean(q.lengths >= DEEPER * (bound + 1))) >= DEEP_SHARE
+    weights: tuple[str, ...] = ()
+    refined = bound
+    if bounded and best != "fifo":
+        weights, refined = refine(q, best)
+        if refined > (1 - REFINE_GAIN) * bound:  # not clearly better: the grid's
+            weights, refined = (), bound
+    depth = refined + 1 if bounded and refined + 1 < DEFAULT_DEPTH else None
+    return StartOrder(
+        best if bounded else "fifo",
+        depth,
+        bounds,
+        best,
+        len(q.started),
+        bounded,
+        weights,
+        refined if weights else 0,
+    )
+
+
+def _bound(ranks: np.ndarray) -> int:
+    return int(math.ceil(np.percentile(ranks, DEPTH_PERCENTILE)))
+
+
+#: the weights :func:`refine` moves, relative to PriorityWeightFairshare=100000: the
+#: half-life (days), the age factor's rate (share of the fair-share weight per day of age:
+#: below the cap only the rate orders jobs), the job-size weight (share) and the age cap
+#: (PriorityMaxAge, days)
+HALF_LIVES = (0.5, 1.0, 2.0, 3.5, 5.0, 7.0, 10.0, 14.0)
+AGE_RATES = (0.0, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3)
+SIZE_SHARES = (0.0, 0.01, 0.03, 0.1, 0.2, 0.35, 0.6, 1.0)
+MAX_AGES = (1.0, 3.0, 7.0, 14.0)
+#: refined weights replace the grid's setting only where they lower its bound by this share
+REFINE_GAIN = 0.1
+
+
+def weight_lines(
+    half_days: float, rate: float, size: float, max_age_days: float
+) -> tuple[str, ...]:
+    """Multifactor ``slurm.conf`` lines: fair share at 100000, the others relative to it."""
+    age = rate * max_age_days
+    return (
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightFairshare=100000",
+        f"PriorityWeightAge={round(age * 100000)}",
+        f"PriorityWeightJobSize={round(size * 100000)}",
+        f"PriorityMaxAge={round(max_age_days * 24)}:00:00",
+        f"PriorityDecayHalfLife={round(half_days * 24)}:00:00",
+    )
+
+
+def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
+    """Weights off the grid that bound the ranks lowest, by coordinate descent from the grid
+    setting ``key`` (at most 3 rounds): the lines and their bound."""
+    half_text, size_weight = PRIORITY_SETTINGS[key]
+    half = SlurmConfig.from_text(f"PriorityDecayHalfLife={half_text}\n", key).decay_half_life
+    point = [half / 86400, 0.01 / 7, size_weight / 100000, 7.0]  # the grid's age: 1000 over 7 d
+    axes = (HALF_LIVES, AGE_RATES, SIZE_SHARES, MAX_AGES)
+    seen: dict[tuple[float, ...], int] = {}
+
+    def score(x: list[float]) -> int:
+        k = tuple(x)
+        if k not in seen:
+            text = "\n".join(weight_lines(*x)) + "\n"
+            seen[k] = _bound(q.ranks(SlurmConfig.from_text(text, "refined weights")))
+        return seen[k]
+
+    for _ in range(3):
+        moved = False
+        for i, options in enumerate(axes):
+            for v in options:
+                cand = point[:i] + [v] + point[i + 1 :]
+                if score(cand) < score(point):
+                    point, moved = cand, True
+        if not moved:
+            break
+    return weight_lines(*point), score(point)

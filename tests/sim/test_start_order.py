@@ -24,11 +24,20 @@ from sim.start_order import infer_order
 from tests.sim.simhelpers import make_trace
 
 
-def recorded(priority: str, depth: int, max_jobs: int | None, units: int, load: float):
-    """3,000 generated jobs on ``units`` procs, recorded under the priority, the depth and a
-    per-user job limit; with those limits."""
-    trace = generate(3000, units, seed=3, load=load)
-    lines = [f"SchedulerParameters=bf_max_job_test={depth}", *priority_lines(priority)]
+def recorded(
+    priority: str | list[str],
+    depth: int,
+    max_jobs: int | None,
+    units: int,
+    load: float,
+    n: int = 3000,
+):
+    """``n`` generated jobs on ``units`` procs, recorded under the priority (a
+    ``PRIORITY_SETTINGS`` key, or its lines), the depth and a per-user job limit; with
+    those limits."""
+    trace = generate(n, units, seed=3, load=load)
+    prio = priority_lines(priority) if isinstance(priority, str) else priority
+    lines = [f"SchedulerParameters=bf_max_job_test={depth}", *prio]
     cfg = SlurmConfig.from_text("\n".join(lines) + "\n", "recorded under")
     limits = QosLimits(max_jobs_per_user=max_jobs) if max_jobs else None
     sim = Simulator(trace, cfg, total_units=units, limits=limits)
@@ -56,6 +65,29 @@ def test_the_start_order_shows_the_priority_and_depth_a_log_was_recorded_under(
         assert order.bounds[priority] < order.bounds["fifo"]
     assert f"SchedulerParameters=bf_max_job_test={order.depth}" in order.lines()
     assert f"priority {priority}" in order.describe()
+
+
+def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
+    """A site whose weights are none of the grid's: the nearest setting bounds the ranks
+    far above the depth; the refined weights find its half-life and age cap and bound them
+    within a fraction of that."""
+    site = [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightFairshare=50000",
+        "PriorityWeightAge=20000",
+        "PriorityWeightJobSize=25000",
+        "PriorityMaxAge=3-0",
+        "PriorityDecayHalfLife=2-0",
+    ]
+    trace, _ = recorded(site, 20, None, 64, 0.9)
+    order = infer_order(trace, 64, None)
+    assert order is not None and order.bounded and order.weights
+    assert "PriorityDecayHalfLife=48:00:00" in order.weights
+    assert "PriorityMaxAge=72:00:00" in order.weights
+    assert order.weights_bound < order.bounds[order.best] / 2
+    assert order.depth == order.weights_bound + 1 and order.depth < 60
+    assert order.lines()[: len(order.weights)] == list(order.weights)
 
 
 def test_a_deep_backfill_leaves_the_order_saying_nothing():
@@ -142,3 +174,20 @@ def test_the_fair_share_factors_match_the_usage_integral(jobs, times, half_life)
     q = np.resize(at, len(trace))  # job j asked at q[j]
     per_job = recorded_fairshare(trace, half_life, users, at=q)
     np.testing.assert_allclose(per_job, matrix[np.arange(len(trace)) % at.size, trace.user])
+
+
+def test_a_fit_starts_from_the_order_the_fit_part_shows():
+    """Where the log records no priorities, ``hpcsim fit`` takes the priority the start
+    order of its first two thirds shows and searches the depth from the one it shows; the
+    profile says so, and keeps it through its file."""
+    from sim.fit import fit
+    from sim.profile import SiteProfile
+
+    trace, _ = recorded("fairshare-1d", 20, 4, 64, 0.95, n=2000)
+    prof = fit(trace, jitters=1)
+    assert prof.priority == "fairshare-1d"
+    assert prof.start_order.startswith("priority fairshare-1d, bf_max_job_test=")
+    assert "priority fairshare-1d (recorded start order)" in prof.describe()
+    assert prof.bf_max_job_test is not None and prof.bf_max_job_test <= 30
+    again = SiteProfile.from_json(prof.to_json())
+    assert again.start_order == prof.start_order

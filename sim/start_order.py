@@ -67,18 +67,25 @@ class StartOrder:
 
     def describe(self) -> str:
         """One line: what was inferred, and from what."""
-        within = (
-            f"{DEPTH_PERCENTILE:g} % of {self.starts} recorded starts ranked within "
-            f"{self.bounds[self.best]} of their queues under {self.best}"
-        )
+        share = f"{DEPTH_PERCENTILE:g} % of {self.starts} recorded starts ranked within"
         if not self.bounded:
-            return f"nothing: {within}, and the queues were seldom much deeper"
+            return (
+                f"nothing: {share} {self.bounds[self.best]} of their queues under {self.best}, "
+                "and the queues were seldom much deeper"
+            )
         depth = f"bf_max_job_test={self.depth}" if self.depth else "the default depth"
-        vs = "" if self.priority == "fifo" else f" (under fifo within {self.bounds['fifo']})"
-        if self.weights:
-            named = " ".join(w.removeprefix("Priority") for w in self.weights[3:])
-            vs += f"; weights {named} bound them within {self.weights_bound}"
-        return f"priority {self.priority}, {depth}: {within}{vs}"
+        fifo = "" if self.priority == "fifo" else f", {self.bounds['fifo']} under fifo"
+        if not self.weights:
+            return (
+                f"priority {self.priority}, {depth}: {share} {self.bounds[self.best]} of "
+                f"their queues under it{fifo}"
+            )
+        named = " ".join(w.removeprefix("Priority") for w in self.weights[2:])
+        return (
+            f"priority {self.priority} with its weights refined ({named}), {depth}: {share} "
+            f"{self.weights_bound} of their queues under them ({self.bounds[self.best]} under "
+            f"{self.best}{fifo})"
+        )
 
 
 def _sample(trace: Trace, sample: int, until: float) -> np.ndarray:
@@ -235,7 +242,7 @@ def infer_order(
     q = Queues(trace, units, limits, until=until)
     if not q.started:
         return None
-    bounds = {k: _bound(q.ranks(grid_config(k))) for k in PRIORITY_SETTINGS}
+    bounds = {k: rank_bound(q.ranks(grid_config(k))) for k in PRIORITY_SETTINGS}
     best = min(bounds, key=lambda k: (bounds[k], k != "fifo"))
     bound = bounds[best]
     bounded = float(np.mean(q.lengths >= DEEPER * (bound + 1))) >= DEEP_SHARE
@@ -258,7 +265,8 @@ def infer_order(
     )
 
 
-def _bound(ranks: np.ndarray) -> int:
+def rank_bound(ranks: np.ndarray) -> int:
+    """The ranks' ``DEPTH_PERCENTILE``, rounded up."""
     return int(math.ceil(np.percentile(ranks, DEPTH_PERCENTILE)))
 
 
@@ -303,7 +311,7 @@ def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
         k = tuple(x)
         if k not in seen:
             text = "\n".join(weight_lines(*x)) + "\n"
-            seen[k] = _bound(q.ranks(SlurmConfig.from_text(text, "refined weights")))
+            seen[k] = rank_bound(q.ranks(SlurmConfig.from_text(text, "refined weights")))
         return seen[k]
 
     for _ in range(3):

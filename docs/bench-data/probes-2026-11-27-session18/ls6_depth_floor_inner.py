@@ -7,7 +7,7 @@ import numpy as np  # noqa: E402
 import sim.fit as F  # noqa: E402
 from sim.fidelity import fidelity  # noqa: E402
 from sim.log_inference import cluster_size, infer_limits  # noqa: E402
-from sim.start_order import Queues, _bound, grid_config  # noqa: E402
+from sim.start_order import Queues, rank_bound, grid_config  # noqa: E402
 from sim.traces import read_trace  # noqa: E402
 
 trace = read_trace("/work/shared/traces/ls6-a100.log")
@@ -18,7 +18,7 @@ judged = np.isfinite(trace.recorded_start) & (trace.submit >= a) & (trace.submit
 rec = (trace.recorded_start - trace.submit)[judged]
 units, _ = cluster_size(trace)
 walls = infer_limits(trace, trace.submit < a)
-floor = _bound(Queues(trace, units, walls, until=a).ranks(grid_config("fairshare-3.5d"))) + 1
+floor = rank_bound(Queues(trace, units, walls, until=a).ranks(grid_config("fairshare-3.5d"))) + 1
 shipped = F.BACKFILL_DEPTHS
 floored = tuple(d for d in shipped if d is None or d >= floor)
 print(f"inner fit part until t={a / 86400:.1f} d; judged {judged.sum()} jobs; floor {floor}: {floored}")

@@ -263,8 +263,9 @@ def fit(
     prof.priority = max(ranked, key=ranked.__getitem__) if ranked else "fifo"
     prof.priority_spearman = ranked
     depths = list(BACKFILL_DEPTHS)
-    walls = infer_limits(trace, trace.submit < cut)
-    order = None if ranked else infer_order(trace, units, walls, until=cut)
+    order = None
+    if not ranked:  # no recorded priorities: the start order, under the limits' walls
+        order = infer_order(trace, units, infer_limits(trace, trace.submit < cut), until=cut)
     if order is not None and order.bounded:  # the recorded start order chose them
         # a profile holds the grid's settings, not refined weights: the grid's depth
         prof.priority, prof.bf_max_job_test = order.priority, order.grid_depth

@@ -298,7 +298,8 @@ def _recorded_factors(
                 np.add.at(running, who[lo:hi], -sign * amount[lo:hi])
                 tot_accrued += float(add.sum())
                 tot_running -= sign * float(amount[lo:hi].sum())
-            for i in range(lo, hi if hi - lo <= FOLD_VECTOR else lo):
+                continue
+            for i in range(lo, hi):
                 u, x = int(who[i]), float(amount[i])
                 add = sign * x * float(g(float(times[i])))
                 accrued[u] += add

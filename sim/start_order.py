@@ -165,14 +165,14 @@ class Queues:
         self.lengths = np.array([c.size for c in self.pending], np.int64)
         self.n_users = int(trace.user.max()) + 1 if len(trace) else 1
         self._fairshare: dict[float, np.ndarray] = {}
+        self._sizes, self._size_of = np.unique(trace.units, return_inverse=True)
 
     def ranks(self, cfg: SlurmConfig) -> np.ndarray:
         """Each start's rank under ``cfg``'s priority (ties: submitted first ranks first)."""
         trace = self.trace
         model = PriorityModel(cfg, self.units, trace.unit, self.n_users)
-        uniq, inverse = np.unique(trace.units, return_inverse=True)
-        factor = np.array([model.size_factor(int(u)) for u in uniq.tolist()])
-        size_term = cfg.weight_job_size * factor[inverse]
+        factor = np.array([model.size_factor(int(u)) for u in self._sizes.tolist()])
+        size_term = cfg.weight_job_size * factor[self._size_of]
         shares = None
         if model.w_fairshare:
             half = cfg.decay_half_life
@@ -192,20 +192,6 @@ class Queues:
 def grid_config(key: str) -> SlurmConfig:
     """The priority config of a ``PRIORITY_SETTINGS`` entry."""
     return SlurmConfig.from_text("\n".join(priority_lines(key)) + "\n", f"priority {key}")
-
-
-def start_ranks(
-    trace: Trace,
-    units: int,
-    limits: QosLimits | None,
-    sample: int = SAMPLE,
-    until: float = math.inf,
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """At each sampled recorded start (before ``until``) with a queue ahead: per
-    ``PRIORITY_SETTINGS`` entry, the started job's rank among the pending jobs not held by
-    ``limits`` (:class:`Queues`); and that eligible queue's length."""
-    q = Queues(trace, units, limits, sample, until)
-    return {k: q.ranks(grid_config(k)) for k in PRIORITY_SETTINGS}, q.lengths
 
 
 def _priorities(
@@ -301,8 +287,8 @@ def weight_lines(
 def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
     """Weights off the grid that bound the ranks lowest, by coordinate descent from the grid
     setting ``key`` (at most 3 rounds): the lines and their bound."""
-    half_text, size_weight = PRIORITY_SETTINGS[key]
-    half = SlurmConfig.from_text(f"PriorityDecayHalfLife={half_text}\n", key).decay_half_life
+    size_weight = PRIORITY_SETTINGS[key][1]
+    half = grid_config(key).decay_half_life
     point = [half / 86400, 0.01 / 7, size_weight / 100000, 7.0]  # the grid's age: 1000 over 7 d
     axes = (HALF_LIVES, AGE_RATES, SIZE_SHARES, MAX_AGES)
     seen: dict[tuple[float, ...], int] = {}

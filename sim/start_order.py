@@ -259,11 +259,20 @@ def rank_bound(ranks: np.ndarray) -> int:
 #: the weights :func:`refine` moves, relative to PriorityWeightFairshare=100000: the
 #: half-life (days), the age factor's rate (share of the fair-share weight per day of age:
 #: below the cap only the rate orders jobs), the job-size weight (share) and the age cap
-#: (PriorityMaxAge, days)
+#: (PriorityMaxAge, days); first over these values, then off them (:data:`STEPS`)
 HALF_LIVES = (0.5, 1.0, 2.0, 3.5, 5.0, 7.0, 10.0, 14.0)
 AGE_RATES = (0.0, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3)
 SIZE_SHARES = (0.0, 0.01, 0.03, 0.1, 0.2, 0.35, 0.6, 1.0)
 MAX_AGES = (1.0, 3.0, 7.0, 14.0)
+AXES = (HALF_LIVES, AGE_RATES, SIZE_SHARES, MAX_AGES)
+#: then each weight times and over these factors in turn (each until no move helps, at most
+#: STEP_ROUNDS rounds): the bound is sensitive to weights between the axes' values
+STEPS = (1.5, 1.22, 1.1)
+STEP_ROUNDS = 4
+#: the longest age cap tried (days)
+LONGEST_MAX_AGE = 30.0
+#: the ranks' top share whose mean tells apart weights of one bound
+TAIL = 0.05
 #: refined weights replace the grid's setting only where they lower its bound by this share
 REFINE_GAIN = 0.1
 
@@ -284,29 +293,57 @@ def weight_lines(
     )
 
 
+def _stepped(value: float, axis: int, step: float, up: bool) -> float | None:
+    """``value`` of weight ``axis`` times (``up``) or over ``step``: times in whole hours;
+    a zero rate or share goes up to its axis' least non-zero value, and one that falls
+    below half of that becomes zero (None: no such move)."""
+    least = AXES[axis][1] if AXES[axis][0] == 0.0 else None
+    if value == 0.0:
+        return least if up else None
+    new = value * step if up else value / step
+    if least is not None and new < least / 2:
+        return 0.0
+    if least is None:  # a time: the half-life or the age cap, in whole hours
+        new = min(max(round(new * 24) / 24, 1 / 24), LONGEST_MAX_AGE)
+    return new
+
+
 def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
-    """Weights off the grid that bound the ranks lowest, by coordinate descent from the grid
-    setting ``key`` (at most 3 rounds): the lines and their bound."""
+    """Weights off the grid that bound the ranks lowest (then with the lowest mean of the
+    ranks' top ``TAIL``), from the grid setting ``key``: a coordinate descent over the axes'
+    values (at most 3 rounds), then a pattern search in the shrinking :data:`STEPS`. The
+    lines and their bound."""
     size_weight = PRIORITY_SETTINGS[key][1]
     half = grid_config(key).decay_half_life
     point = [half / 86400, 0.01 / 7, size_weight / 100000, 7.0]  # the grid's age: 1000 over 7 d
-    axes = (HALF_LIVES, AGE_RATES, SIZE_SHARES, MAX_AGES)
-    seen: dict[tuple[float, ...], int] = {}
+    seen: dict[tuple[str, ...], tuple[int, float]] = {}
 
-    def score(x: list[float]) -> int:
-        k = tuple(x)
-        if k not in seen:
-            text = "\n".join(weight_lines(*x)) + "\n"
-            seen[k] = rank_bound(q.ranks(SlurmConfig.from_text(text, "refined weights")))
-        return seen[k]
+    def score(x: list[float]) -> tuple[int, float]:
+        lines = weight_lines(*x)
+        if lines not in seen:
+            ranks = q.ranks(SlurmConfig.from_text("\n".join(lines) + "\n", "refined weights"))
+            top = np.sort(ranks)[int((1 - TAIL) * ranks.size) :]
+            seen[lines] = (rank_bound(ranks), float(top.mean()) if top.size else 0.0)
+        return seen[lines]
+
+    def moved_to(axis: int, value: float | None) -> bool:
+        nonlocal point
+        cand = point[:axis] + [value] + point[axis + 1 :] if value is not None else point
+        if score(cand) < score(point):
+            point = cand
+            return True
+        return False
 
     for _ in range(3):
-        moved = False
-        for i, options in enumerate(axes):
-            for v in options:
-                cand = point[:i] + [v] + point[i + 1 :]
-                if score(cand) < score(point):
-                    point, moved = cand, True
-        if not moved:
+        if not any([moved_to(i, v) for i, options in enumerate(AXES) for v in options]):
             break
-    return weight_lines(*point), score(point)
+    for step in STEPS:
+        for _ in range(STEP_ROUNDS):
+            moves = [
+                moved_to(i, _stepped(point[i], i, step, up))
+                for i in range(len(AXES))
+                for up in (True, False)
+            ]
+            if not any(moves):
+                break
+    return weight_lines(*point), score(point)[0]

@@ -70,8 +70,8 @@ def test_the_start_order_shows_the_priority_and_depth_a_log_was_recorded_under(
 
 def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
     """A site whose weights are none of the grid's: the nearest setting bounds the ranks
-    far above the depth; the refined weights find its half-life and age cap and bound them
-    within a fraction of that."""
+    far above the depth; the refined weights find its half-life and age cap, its age and
+    job-size weights relative to fair share (0.4 and 0.5) within 10 %, and its depth."""
     site = [
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
@@ -86,8 +86,11 @@ def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
     assert order is not None and order.bounded and order.weights
     assert "PriorityDecayHalfLife=48:00:00" in order.weights
     assert "PriorityMaxAge=72:00:00" in order.weights
+    weight = dict(w.split("=") for w in order.weights)  # fair share at 100000
+    assert int(weight["PriorityWeightAge"]) / 100000 == pytest.approx(0.4, rel=0.1)
+    assert int(weight["PriorityWeightJobSize"]) / 100000 == pytest.approx(0.5, rel=0.1)
     assert order.weights_bound < order.bounds[order.best] / 2
-    assert order.depth == order.weights_bound + 1 and order.depth < 60
+    assert order.depth == order.weights_bound + 1 and abs(order.depth - 20) <= 3
     assert order.lines()[: len(order.weights)] == list(order.weights)
 
 

@@ -267,10 +267,10 @@ def fit(
     if not ranked:  # no recorded priorities: the start order, under the limits' walls
         order = infer_order(trace, units, infer_limits(trace, trace.submit < cut), until=cut)
     if order is not None and order.bounded:  # the recorded start order chose them
-        # a profile holds the grid's settings, not refined weights: the grid's depth
-        prof.priority, prof.bf_max_job_test = order.priority, order.grid_depth
+        prof.priority, prof.weights = order.priority, list(order.refined)
+        prof.bf_max_job_test = order.depth
         prof.start_order = order.describe()
-        depths += [order.grid_depth] if order.grid_depth not in depths else []
+        depths += [order.depth] if order.depth not in depths else []
     with _Scores(trace, fit_mask, rec, jitters, prof, progress, workers) as score:
         best = _search(trace, prof, score, lims, bool(ranked or prof.start_order), depths, units)
     best.steps = prof.steps

@@ -108,6 +108,10 @@ class SiteProfile:
     #: where the recorded start order chose the priority and depth to start the search
     #: from (:func:`sim.start_order.infer_order`), its evidence; else empty
     start_order: str = ""
+    #: multifactor weights off the grid that the start order showed (:func:`weight_lines`'s
+    #: half-life in days, age rate, job-size share, age cap in days); they replace the
+    #: ``priority`` setting's lines; empty: that setting's own
+    weights: list[float] = field(default_factory=list)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -117,9 +121,8 @@ class SiteProfile:
         if self.bf_max_job_test is not None:
             params += f",bf_max_job_test={self.bf_max_job_test}"
         lines = [f"SchedulerParameters={params}"]
-        return (
-            "\n".join(lines + priority_lines(self.priority) + self._pool_lines(total_units)) + "\n"
-        )
+        prio = list(weight_lines(*self.weights)) if self.weights else priority_lines(self.priority)
+        return "\n".join(lines + prio + self._pool_lines(total_units)) + "\n"
 
     def _pool_lines(self, total_units: int | None) -> list[str]:
         """``NodeName``/``PartitionName`` lines of the pools: one node per unit (one CPU
@@ -245,6 +248,9 @@ class SiteProfile:
             prio += f" (recorded Priority, Spearman {self.priority_spearman[prio]:.3f})"
         elif self.start_order:
             prio += " (recorded start order)"
+        if self.weights:
+            named = " ".join(w.removeprefix("Priority") for w in weight_lines(*self.weights)[2:])
+            prio += f" with its weights refined ({named})"
         pools = ""
         if self.pools:
             pools = (
@@ -308,6 +314,20 @@ class SiteProfile:
         depth = d.get("bf_max_job_test")
         if depth is not None and (type(depth) is not int or depth < 1):
             raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")
+        weights = d.get("weights", [])
+        if not isinstance(weights, list) or (
+            weights
+            and (
+                len(weights) != 4
+                or not all(type(w) in (int, float) and 0 <= w < 1e6 for w in weights)
+                or not weights[0] > 0
+                or not weights[3] > 0
+            )
+        ):
+            raise ValueError(
+                "weights: [] or [half-life days > 0, age rate >= 0, job-size share >= 0, "
+                f"age cap days > 0] expected, not {weights!r}"
+            )
         recent = d.get("recent")
         if recent is not None and (not isinstance(recent, int | float) or not 0 < recent <= 1):
             raise ValueError(f"recent: a share in (0, 1] or null expected, not {recent!r}")
@@ -346,6 +366,23 @@ def _scaled(pools: dict[str, int], total: int) -> dict[str, int]:
             out[k] += step
         i += 1
     return out
+
+
+def weight_lines(
+    half_days: float, rate: float, size: float, max_age_days: float
+) -> tuple[str, ...]:
+    """Multifactor ``slurm.conf`` lines: fair share at 100000, the others relative to it
+    (the age factor's rate per day of age, the job-size share), times in whole hours."""
+    age = rate * max_age_days
+    return (
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightFairshare=100000",
+        f"PriorityWeightAge={round(age * 100000)}",
+        f"PriorityWeightJobSize={round(size * 100000)}",
+        f"PriorityMaxAge={round(max_age_days * 24)}:00:00",
+        f"PriorityDecayHalfLife={round(half_days * 24)}:00:00",
+    )
 
 
 def priority_lines(key: str) -> list[str]:

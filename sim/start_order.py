@@ -21,7 +21,7 @@ import numpy as np
 from sim.config import SlurmConfig
 from sim.limits import QosLimits
 from sim.priority import PriorityModel, fairshare_at
-from sim.profile import PRIORITY_SETTINGS, priority_lines
+from sim.profile import PRIORITY_SETTINGS, priority_lines, weight_lines
 from sim.traces.model import Trace
 
 #: recorded starts sampled (evenly over all recorded starts): enough for the ranks'
@@ -49,16 +49,15 @@ class StartOrder:
     best: str  # the setting with the lowest bound (FIFO where it ties)
     starts: int  # sampled starts with a queue ahead
     bounded: bool  # whether the best bound stops well short of the queues (else FIFO)
-    #: the weights that bound the ranks lower still, off the grid (:func:`refine`), and
-    #: their bound; empty where none does
-    weights: tuple[str, ...] = ()
+    #: the weights that bound the ranks lower still, off the grid (:func:`refine`, as
+    #: :func:`~sim.profile.weight_lines` takes them), and their bound; empty where none does
+    refined: tuple[float, ...] = ()
     weights_bound: int = 0
 
     @property
-    def grid_depth(self) -> int | None:
-        """The depth under the grid's setting ``priority`` (what a site profile can hold)."""
-        bound = self.bounds[self.best]
-        return bound + 1 if self.bounded and bound + 1 < DEFAULT_DEPTH else None
+    def weights(self) -> tuple[str, ...]:
+        """The refined weights' ``slurm.conf`` lines (empty where none)."""
+        return weight_lines(*self.refined) if self.refined else ()
 
     def lines(self) -> list[str]:
         """The ``slurm.conf`` lines of what was inferred (the refined weights if any)."""
@@ -232,7 +231,7 @@ def infer_order(
     best = min(bounds, key=lambda k: (bounds[k], k != "fifo"))
     bound = bounds[best]
     bounded = float(np.mean(q.lengths >= DEEPER * (bound + 1))) >= DEEP_SHARE
-    weights: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
     refined = bound
     if bounded and best != "fifo":
         weights, refined = refine(q, best)
@@ -277,22 +276,6 @@ TAIL = 0.05
 REFINE_GAIN = 0.1
 
 
-def weight_lines(
-    half_days: float, rate: float, size: float, max_age_days: float
-) -> tuple[str, ...]:
-    """Multifactor ``slurm.conf`` lines: fair share at 100000, the others relative to it."""
-    age = rate * max_age_days
-    return (
-        "AccountingStorageType=accounting_storage/slurmdbd",
-        "PriorityType=priority/multifactor",
-        "PriorityWeightFairshare=100000",
-        f"PriorityWeightAge={round(age * 100000)}",
-        f"PriorityWeightJobSize={round(size * 100000)}",
-        f"PriorityMaxAge={round(max_age_days * 24)}:00:00",
-        f"PriorityDecayHalfLife={round(half_days * 24)}:00:00",
-    )
-
-
 def _stepped(value: float, axis: int, step: float, up: bool) -> float | None:
     """``value`` of weight ``axis`` times (``up``) or over ``step``: times in whole hours;
     a zero rate or share goes up to its axis' least non-zero value, and one that falls
@@ -308,11 +291,11 @@ def _stepped(value: float, axis: int, step: float, up: bool) -> float | None:
     return new
 
 
-def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
+def refine(q: Queues, key: str) -> tuple[tuple[float, ...], int]:
     """Weights off the grid that bound the ranks lowest (then with the lowest mean of the
     ranks' top ``TAIL``), from the grid setting ``key``: a coordinate descent over the axes'
     values (at most 3 rounds), then a pattern search in the shrinking :data:`STEPS`. The
-    lines and their bound."""
+    weights (as :func:`~sim.profile.weight_lines` takes them) and their bound."""
     size_weight = PRIORITY_SETTINGS[key][1]
     half = grid_config(key).decay_half_life
     point = [half / 86400, 0.01 / 7, size_weight / 100000, 7.0]  # the grid's age: 1000 over 7 d
@@ -346,4 +329,4 @@ def refine(q: Queues, key: str) -> tuple[tuple[str, ...], int]:
             ]
             if not any(moves):
                 break
-    return weight_lines(*point), score(point)[0]
+    return tuple(point), score(point)[0]

@@ -201,3 +201,27 @@ def test_a_fit_starts_from_the_order_the_fit_part_shows():
     assert prof.bf_max_job_test is not None and prof.bf_max_job_test <= 30
     again = SiteProfile.from_json(prof.to_json())
     assert again.start_order == prof.start_order
+
+
+def test_a_profile_holds_refined_weights_and_refuses_bad_ones():
+    """A profile's refined weights replace its setting's lines in its ``slurm.conf``, come
+    back from its file, and are described; a stored file with bad weights is refused,
+    naming the field."""
+    import json
+
+    from sim.profile import SiteProfile, weight_lines
+    from tests.sim.test_profile import load_shipped
+
+    prof = load_shipped()
+    prof.priority, prof.weights = "fairshare-1d", [1.625, 0.0168, 0.473, 11.5]
+    conf = prof.slurm_conf()
+    assert "PriorityDecayHalfLife=39:00:00" in conf and "PriorityWeightJobSize=47300" in conf
+    assert all(line in conf for line in weight_lines(*prof.weights))
+    assert "PriorityDecayHalfLife=24:00:00" not in conf  # the grid setting's own
+    again = SiteProfile.from_json(prof.to_json())
+    assert again.weights == prof.weights and again.slurm_conf() == conf
+    assert "with its weights refined (WeightFairshare=100000" in again.describe()
+    good = json.loads(prof.to_json())
+    for bad in ([1.0, 0.1], [0.0, 0.1, 0.1, 7.0], [1.0, -0.1, 0.1, 7.0], "1,2,3,4", [1, 0, 0, "7"]):
+        with pytest.raises(ValueError, match="weights"):
+            SiteProfile.from_json(json.dumps({**good, "weights": bad}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,8 +250,7 @@ class SiteProfile:
         elif self.start_order:
             prio += " (recorded start order)"
         if self.weights:
-            named = " ".join(w.removeprefix("Priority") for w in weight_lines(*self.weights)[2:])
-            prio += f" with its weights refined ({named})"
+            prio += f" with its weights refined ({weights_text(self.weights)})"
         pools = ""
         if self.pools:
             pools = (
@@ -383,6 +383,11 @@ def weight_lines(
         f"PriorityMaxAge={round(max_age_days * 24)}:00:00",
         f"PriorityDecayHalfLife={round(half_days * 24)}:00:00",
     )
+
+
+def weights_text(weights: Sequence[float]) -> str:
+    """:func:`weight_lines`'s weights in a few words (``WeightAge=... DecayHalfLife=...``)."""
+    return " ".join(w.removeprefix("Priority") for w in weight_lines(*weights)[2:])
 
 
 def priority_lines(key: str) -> list[str]:

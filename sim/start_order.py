@@ -21,7 +21,7 @@ import numpy as np
 from sim.config import SlurmConfig
 from sim.limits import QosLimits
 from sim.priority import PriorityModel, fairshare_at
-from sim.profile import PRIORITY_SETTINGS, priority_lines, weight_lines
+from sim.profile import PRIORITY_SETTINGS, priority_lines, weight_lines, weights_text
 from sim.traces.model import Trace
 
 #: recorded starts sampled (evenly over all recorded starts): enough for the ranks'
@@ -79,7 +79,7 @@ class StartOrder:
                 f"priority {self.priority}, {depth}: {share} {self.bounds[self.best]} of "
                 f"their queues under it{fifo}"
             )
-        named = " ".join(w.removeprefix("Priority") for w in self.weights[2:])
+        named = weights_text(self.refined)
         return (
             f"priority {self.priority} with its weights refined ({named}), {depth}: {share} "
             f"{self.weights_bound} of their queues under them ({self.bounds[self.best]} under "
@@ -310,23 +310,29 @@ def refine(q: Queues, key: str) -> tuple[tuple[float, ...], int]:
         return seen[lines]
 
     def moved_to(axis: int, value: float | None) -> bool:
+        """Whether ``point`` moved to ``value`` on ``axis`` (it does where that scores better)."""
         nonlocal point
-        cand = point[:axis] + [value] + point[axis + 1 :] if value is not None else point
+        if value is None:
+            return False
+        cand = point[:axis] + [value] + point[axis + 1 :]
         if score(cand) < score(point):
             point = cand
             return True
         return False
 
-    for _ in range(3):
-        if not any([moved_to(i, v) for i, options in enumerate(AXES) for v in options]):
+    for _ in range(3):  # over the axes' values
+        moved = False
+        for i, options in enumerate(AXES):
+            for v in options:
+                moved |= moved_to(i, v)
+        if not moved:
             break
-    for step in STEPS:
+    for step in STEPS:  # then off them
         for _ in range(STEP_ROUNDS):
-            moves = [
-                moved_to(i, _stepped(point[i], i, step, up))
-                for i in range(len(AXES))
-                for up in (True, False)
-            ]
-            if not any(moves):
+            moved = False
+            for i in range(len(AXES)):
+                for up in (True, False):
+                    moved |= moved_to(i, _stepped(point[i], i, step, up))
+            if not moved:
                 break
     return tuple(point), score(point)[0]

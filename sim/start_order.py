@@ -7,7 +7,8 @@ each recorded start, the started job's *rank* (how many pending jobs, not held b
 the priority puts ahead of it) is small under the site's priority, and never reaches the
 site's depth. :func:`infer_order` picks the ``PRIORITY_SETTINGS`` entry under which the
 recorded starts reach least deep into their queues, and a depth where they stop well short
-of the queues that were waiting. It reads the recorded order only, never the recorded
+of the queues that were waiting (where the ranks thin out at a clear wall below their bound,
+the wall: :func:`rank_wall`). It reads the recorded order only, never the recorded
 waits, which a replay is judged on.
 """
 
@@ -36,6 +37,15 @@ DEEPER = 2.0
 DEEP_SHARE = 0.2
 #: Slurm's default depth: more than this is no limit worth stating
 DEFAULT_DEPTH = 500
+#: a *wall* in the ranks: the depth ``d`` (between the ranks' 90th percentile and their
+#: bound) where their count per rank over ``[d, d + w)`` is at most ``WALL_SHARE`` of that
+#: over ``[d - w, d)`` (``w`` = a fifth of ``d``, at least 3), the largest such drop; the
+#: depth is the wall where it lies more than ``WALL_GAIN`` below the bound's depth (a few
+#: starts that rank deeper, under fair-share factors the record gives only roughly, lift
+#: the percentile past the site's depth)
+WALL_FROM_PERCENTILE = 90.0
+WALL_SHARE = 0.35
+WALL_GAIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class StartOrder:
     #: :func:`~sim.profile.weight_lines` takes them), and their bound; empty where none does
     refined: tuple[float, ...] = ()
     weights_bound: int = 0
+    #: the wall in the ranks the depth was taken at (:func:`rank_wall`); 0 where none was
+    wall: int = 0
 
     @property
     def weights(self) -> tuple[str, ...]:
@@ -73,6 +85,8 @@ class StartOrder:
                 "and the queues were seldom much deeper"
             )
         depth = f"bf_max_job_test={self.depth}" if self.depth else "the default depth"
+        if self.wall:
+            depth += " (where the ranks thin out)"
         fifo = "" if self.priority == "fifo" else f", {self.bounds['fifo']} under fifo"
         if not self.weights:
             return (
@@ -237,22 +251,42 @@ def infer_order(
         weights, refined = refine(q, best)
         if refined > (1 - REFINE_GAIN) * bound:  # not clearly better: the grid's
             weights, refined = (), bound
-    depth = refined + 1 if bounded and refined + 1 < DEFAULT_DEPTH else None
+    wall = 0
+    if bounded:
+        lines = weight_lines(*weights) if weights else priority_lines(best)
+        ranks = q.ranks(SlurmConfig.from_text("\n".join(lines) + "\n", "the start order"))
+        wall = rank_wall(ranks, refined) or 0
+    depth = wall or refined + 1
     return StartOrder(
         best if bounded else "fifo",
-        depth,
+        depth if bounded and depth < DEFAULT_DEPTH else None,
         bounds,
         best,
         len(q.started),
         bounded,
         weights,
         refined if weights else 0,
+        wall,
     )
 
 
 def rank_bound(ranks: np.ndarray) -> int:
     """The ranks' ``DEPTH_PERCENTILE``, rounded up."""
     return int(math.ceil(np.percentile(ranks, DEPTH_PERCENTILE)))
+
+
+def rank_wall(ranks: np.ndarray, bound: int) -> int | None:
+    """The depth at the ranks' wall (see :data:`WALL_SHARE`) where it lies clearly below
+    ``bound`` + 1 (None: no such wall)."""
+    counts = np.bincount(ranks, minlength=2 * bound + 8).astype(float)
+    lowest = max(1, int(np.percentile(ranks, WALL_FROM_PERCENTILE)))
+    best, wall = 0.0, None
+    for d in range(lowest, bound + 2):
+        w = max(3, d // 5)
+        below, above = counts[max(0, d - w) : d].mean(), counts[d : d + w].mean()
+        if above <= WALL_SHARE * below and below - above > best:
+            best, wall = below - above, d
+    return wall if wall is not None and wall < (1 - WALL_GAIN) * (bound + 1) else None
 
 
 #: the weights :func:`refine` moves, relative to PriorityWeightFairshare=100000: the

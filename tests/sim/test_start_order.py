@@ -21,7 +21,7 @@ from sim.generate import generate
 from sim.limits import QosLimits
 from sim.priority import fairshare_at, recorded_fairshare
 from sim.profile import priority_lines
-from sim.start_order import infer_order
+from sim.start_order import infer_order, rank_wall
 from tests.sim.simhelpers import make_trace
 
 
@@ -90,8 +90,23 @@ def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
     assert int(weight["PriorityWeightAge"]) / 100000 == pytest.approx(0.4, rel=0.1)
     assert int(weight["PriorityWeightJobSize"]) / 100000 == pytest.approx(0.5, rel=0.1)
     assert order.weights_bound < order.bounds[order.best] / 2
-    assert order.depth == order.weights_bound + 1 and abs(order.depth - 20) <= 3
+    assert order.depth == (order.wall or order.weights_bound + 1)
+    assert abs(order.depth - 20) <= 3
     assert order.lines()[: len(order.weights)] == list(order.weights)
+
+
+def test_the_depth_is_taken_at_a_clear_wall_in_the_ranks():
+    """Ranks spread evenly below a depth of 50, with 4 % of starts strayed past it (as
+    under fair-share factors the record gives only roughly): their 98th percentile lies
+    well past 50, the wall at 50. Ranks that thin out gradually, or a wall just below the
+    bound, leave the bound's depth."""
+    rng = np.random.default_rng(0)
+    ranks = np.r_[rng.integers(0, 50, 1440), rng.integers(50, 120, 60)]
+    bound = int(math.ceil(np.percentile(ranks, 98)))
+    assert bound > 60 and rank_wall(ranks, bound) == 50
+    smooth = np.minimum(rng.geometric(0.05, 1500), 400)
+    assert rank_wall(smooth, int(np.percentile(smooth, 98))) is None
+    assert rank_wall(rng.integers(0, 50, 1500), 49) is None
 
 
 def test_a_deep_backfill_leaves_the_order_saying_nothing():

@@ -35,6 +35,10 @@ DEPTH_PERCENTILE = 98.0
 #: the ranks' bound at this share of the sampled starts
 DEEPER = 2.0
 DEEP_SHARE = 0.2
+#: where the grid's best setting leaves the order unbounded but nearly so (at least this
+#: share of ``DEEP_SHARE``), :func:`refine` tries weights off the grid, which may bound it
+#: (a site whose job-size or age weight outweighs its fair share, which no grid entry has)
+NEARLY = 0.5
 #: Slurm's default depth: more than this is no limit worth stating
 DEFAULT_DEPTH = 500
 #: a *wall* in the ranks: the depth ``d`` (between the ranks' 90th percentile and their
@@ -56,7 +60,9 @@ class StartOrder:
     depth: int | None  # bf_max_job_test; None: Slurm's default
     #: per priority setting, the sampled starts' ranks' DEPTH_PERCENTILE
     bounds: dict[str, int]
-    best: str  # the setting with the lowest bound (FIFO where it ties)
+    #: the setting with the lowest bound (FIFO where it ties); where refined weights bound
+    #: an order the grid left nearly bounded, the setting they were refined from
+    best: str
     starts: int  # sampled starts with a queue ahead
     bounded: bool  # whether the best bound stops well short of the queues (else FIFO)
     #: the weights that bound the ranks lower still, off the grid (:func:`refine`, as
@@ -236,21 +242,33 @@ def infer_order(
     (FIFO where it ties), since under any other the backfill seems to reach deeper than it
     did. The order is *bounded* where at least ``DEEP_SHARE`` of the queues were ``DEEPER``
     times longer than that bound: then the priority is that one and the depth the bound + 1
-    (below ``DEFAULT_DEPTH``). Otherwise backfill reached what it liked, the order says
-    nothing, and the priority stays FIFO."""
+    (below ``DEFAULT_DEPTH``), unless the ranks thin out at a clear wall below it
+    (:func:`rank_wall`). Weights off the grid (:func:`refine`, from the best setting other
+    than FIFO) replace the setting's where they bound the order clearly lower, and may bound
+    an order the grid left *nearly* bounded (``NEARLY``). Otherwise backfill reached what it
+    liked, the order says nothing, and the priority stays FIFO."""
     q = Queues(trace, units, limits, until=until)
     if not q.started:
         return None
     bounds = {k: rank_bound(q.ranks(grid_config(k))) for k in PRIORITY_SETTINGS}
     best = min(bounds, key=lambda k: (bounds[k], k != "fifo"))
     bound = bounds[best]
-    bounded = float(np.mean(q.lengths >= DEEPER * (bound + 1))) >= DEEP_SHARE
+
+    def deep(b: int) -> float:
+        """The share of queues ``DEEPER`` times deeper than the bound ``b``."""
+        return float(np.mean(q.lengths >= DEEPER * (b + 1)))
+
+    bounded = deep(bound) >= DEEP_SHARE
+    nearly = not bounded and deep(bound) >= DEEP_SHARE * NEARLY
     weights: tuple[float, ...] = ()
     refined = bound
-    if bounded and best != "fifo":
-        weights, refined = refine(q, best)
-        if refined > (1 - REFINE_GAIN) * bound:  # not clearly better: the grid's
-            weights, refined = (), bound
+    if (bounded and best != "fifo") or nearly:
+        start = min((k for k in bounds if k != "fifo"), key=lambda k: bounds[k])
+        weights, refined = refine(q, start)
+        if refined > (1 - REFINE_GAIN) * bounds[start] or deep(refined) < DEEP_SHARE:
+            weights, refined = (), bound  # not clearly better: the grid's
+        elif nearly:  # the refined weights bound what the grid's did not
+            best, bounded = start, True
     wall = 0
     if bounded:
         lines = weight_lines(*weights) if weights else priority_lines(best)

@@ -95,6 +95,28 @@ def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
     assert order.lines()[: len(order.weights)] == list(order.weights)
 
 
+def test_weights_off_the_grid_bound_an_order_the_grid_nearly_bounds():
+    """A site whose job-size weight is three times its fair share (no grid setting has
+    more than a tenth): under the grid's settings the starts rank hundreds deep, yet the
+    queues were deeper still (the order is *nearly* bounded); weights refined from the best
+    setting bound it, with the job size's share found."""
+    site = [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightFairshare=10000",
+        "PriorityWeightAge=5000",
+        "PriorityWeightJobSize=30000",
+        "PriorityMaxAge=6-0",
+        "PriorityDecayHalfLife=4-0",
+    ]
+    trace, _ = recorded(site, 20, None, 64, 0.9)
+    order = infer_order(trace, 64, None)
+    assert order is not None and order.bounded and order.weights
+    assert order.bounds[order.best] > 4 * order.weights_bound
+    weight = dict(w.split("=") for w in order.weights)  # fair share at 100000
+    assert int(weight["PriorityWeightJobSize"]) / 100000 == pytest.approx(3.0, rel=0.1)
+
+
 def test_the_depth_is_taken_at_a_clear_wall_in_the_ranks():
     """Ranks spread evenly below a depth of 50, with 4 % of starts strayed past it (as
     under fair-share factors the record gives only roughly): their 98th percentile lies

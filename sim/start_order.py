@@ -250,7 +250,8 @@ def infer_order(
     q = Queues(trace, units, limits, until=until)
     if not q.started:
         return None
-    bounds = {k: rank_bound(q.ranks(grid_config(k))) for k in PRIORITY_SETTINGS}
+    ranked = {k: q.ranks(grid_config(k)) for k in PRIORITY_SETTINGS}
+    bounds = {k: rank_bound(r) for k, r in ranked.items()}
     best = min(bounds, key=lambda k: (bounds[k], k != "fifo"))
     bound = bounds[best]
 
@@ -271,8 +272,10 @@ def infer_order(
             best, bounded = start, True
     wall = 0
     if bounded:
-        lines = weight_lines(*weights) if weights else priority_lines(best)
-        ranks = q.ranks(SlurmConfig.from_text("\n".join(lines) + "\n", "the start order"))
+        ranks = ranked[best]
+        if weights:
+            lines = "\n".join(weight_lines(*weights)) + "\n"
+            ranks = q.ranks(SlurmConfig.from_text(lines, "refined weights"))
         wall = rank_wall(ranks, refined) or 0
     depth = wall or refined + 1
     return StartOrder(

@@ -1049,12 +1049,13 @@ static PyObject *Core_set_rates(CoreObject *self, PyObject *args) {
     for (int64_t i = 0; !rc && i < n; i++) {
         int32_t h = (int32_t)order[2 * i + 1];
         job_t *j = &c->jobs[h];
-        j->crate = j->rate;
         if (!(j->rate > 0)) {
+            j->crate = j->rate;
             j->ccap = 0;
             if (j->cheld && cap_release(c, h, now)) rc = (PyErr_NoMemory(), -1);
         } else {
-            cap_refill(c, j, now);
+            cap_refill(c, j, now); /* up to now at the rate in force until now */
+            j->crate = j->rate;
             j->ctokens = minf(j->ctokens, j->rate * c->cap_burst_s);
         }
     }

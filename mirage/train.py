@@ -62,6 +62,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _silent_logger() -> Any:
+    """A stable-baselines3 logger with no outputs: without one, every ``learn`` leaves an
+    empty ``$TMPDIR/SB3-<time>`` directory behind."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
+
+
 def train_hindsight(
     agent: str,
     data: HindsightData,
@@ -101,6 +109,7 @@ def train_hindsight(
         if online_env is None:
             raise ValueError("online_steps needs online_env")
         model.set_env(online_env)
+        model.set_logger(_silent_logger())
         model.learn(total_timesteps=online_steps, progress_bar=progress)
     cpu = time.process_time() - began
     support = Support.of_data(data, FEATURE_VERSION)
@@ -182,6 +191,8 @@ def train(
         if importlib.util.find_spec("tensorboard") is not None:
             formats.append("tensorboard")
         model.set_logger(configure(logdir, formats))
+    else:
+        model.set_logger(_silent_logger())
     began = time.time()
     model.learn(total_timesteps=steps, progress_bar=progress)
     meta = {

@@ -135,3 +135,13 @@ def test_a_model_trained_without_some_queue_features_never_sees_them(small_data,
                 str(tmp_path / "m.zip"),
             ]
         )
+
+
+def test_training_without_a_log_directory_leaves_nothing_in_tmp(small_world, tmp_path, monkeypatch):
+    """stable-baselines3's default logger makes an empty ``$TMPDIR/SB3-<time>`` per learn."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    train(small_world, "dqn", 60, seed=0, **TINY["dqn"])
+    assert [p.name for p in tmp_path.glob("SB3-*")] == []

@@ -407,8 +407,8 @@ class _Scores:
     @staticmethod
     def key(p: SiteProfile) -> tuple[object, ...]:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
-        key: tuple[object, ...] = (p.priority, p.batch_sched_delay, p.bf_max_job_test)
-        return key + (p.window_s, p.clamp, p.limits, p.outage_s, pools)
+        key: tuple[object, ...] = (p.priority, tuple(p.weights), p.batch_sched_delay)
+        return key + (p.bf_max_job_test, p.window_s, p.clamp, p.limits, p.outage_s, pools)
 
     def prefetch(self, cands: list[SiteProfile]) -> None:
         """Score the candidates not scored yet, in parallel (with workers)."""

@@ -65,6 +65,8 @@ ABSOLUTE_MIN = 1e8
 # A field: a run of non-blank characters in which a {...} group may hold blanks.
 _FIELD = re.compile(r"(?:[^\s{]+|\{[^}\n]*\}?)+")
 _ODD_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: words pandas reads as 1 and 0 where a number is expected (the other parsers refuse them)
+_BOOLEANS = frozenset(("True", "TRUE", "true", "False", "FALSE", "false"))
 #: Tests switch the vectorised parsers off to check them against the line-by-line one.
 FAST_PATHS = True
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
@@ -163,8 +165,9 @@ def _pandas_table(text: str) -> tuple[np.ndarray, np.ndarray] | None:
 
     import pandas as pd
 
-    data_lines = [i for i, ln in enumerate(text.split("\n"), 1) if ln.lstrip()[:1] not in ("", ";")]
-    if not data_lines:
+    lines = text.split("\n")
+    data_lines = [i for i, ln in enumerate(lines, 1) if ln.lstrip()[:1] not in ("", ";")]
+    if not data_lines or _has_boolean_field(text, lines, data_lines):
         return None
     try:
         frame = pd.read_csv(
@@ -183,6 +186,14 @@ def _pandas_table(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     if table.shape != (len(data_lines), N_FIELDS) or np.isnan(table).any():
         return None
     return table, np.asarray(data_lines, dtype=np.int64)
+
+
+def _has_boolean_field(text: str, lines: list[str], data_lines: list[int]) -> bool:
+    """Whether a data line (1-based numbers) holds a field pandas would read as a boolean;
+    a quick scan first, since clean files have none."""
+    if not any(part in text for part in ("rue", "RUE", "alse", "ALSE")):
+        return False
+    return any(not _BOOLEANS.isdisjoint(lines[i - 1].split(";", 1)[0].split()) for i in data_lines)
 
 
 def _fast_table(body: str) -> tuple[np.ndarray, np.ndarray] | None:

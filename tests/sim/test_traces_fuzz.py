@@ -211,3 +211,24 @@ def test_vectorised_swf_parsers_agree_with_the_line_by_line_one(data):
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
     assert [(w.line, w.reason) for w in a.warnings] == [(w.line, w.reason) for w in b.warnings]
     assert a.notes == b.notes and a.start_epoch == b.start_epoch
+
+
+@pytest.mark.parametrize("word", ["TRUE", "false"])
+def test_a_boolean_word_is_no_number_on_any_path(word):
+    """pandas reads a column of TRUE or false as 1 or 0 where it expects numbers (found by
+    hypothesis with seed 102): the fast paths defer, and every path refuses the rows."""
+    from sim.traces import swf
+
+    row = "0 10 3600 4 -1 -1 4 7200 -1 1 1 1 -1 1 -1 -1 -1"
+    text = f"; MaxProcs: 64\n{word} {row}\n{word} {row}\n"
+    results = []
+    for fast in (True, False):
+        swf.FAST_PATHS = fast
+        try:
+            results.append(outcome(text))
+        finally:
+            swf.FAST_PATHS = True
+    a, b = results
+    assert isinstance(a, TraceError) and isinstance(b, TraceError), (a, b)
+    assert str(a).split("fuzzed.trace", 1)[1] == str(b).split("fuzzed.trace", 1)[1]
+    assert f"field 1 (job number) is not a number: {word!r}" in str(a)

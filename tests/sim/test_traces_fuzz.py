@@ -170,6 +170,20 @@ def test_mutated_real_lines_through_hpcsim_replay(case):
         assert rc == 2 and len(errors) == 1, err.getvalue()
 
 
+def outcome_both_ways(text: str) -> tuple[Trace | TraceError, Trace | TraceError]:
+    """:func:`outcome` with the SWF reader's vectorised paths on, then off."""
+    from sim.traces import swf
+
+    results = []
+    for fast in (True, False):
+        swf.FAST_PATHS = fast
+        try:
+            results.append(outcome(text))
+        finally:
+            swf.FAST_PATHS = True
+    return results[0], results[1]
+
+
 SWF_SOURCES = sorted(n for n in SOURCES if n.endswith(".swf"))
 
 
@@ -178,8 +192,6 @@ SWF_SOURCES = sorted(n for n in SOURCES if n.endswith(".swf"))
 @given(data=st.data())
 def test_vectorised_swf_parsers_agree_with_the_line_by_line_one(data):
     """pandas' and numpy's fast paths give what the line-by-line parser gives, or defer."""
-    from sim.traces import swf
-
     header, body = SOURCES[data.draw(st.sampled_from(SWF_SOURCES))]
     lines = [
         body[i] for i in data.draw(st.lists(st.integers(0, len(body) - 1), min_size=1, max_size=30))
@@ -195,14 +207,7 @@ def test_vectorised_swf_parsers_agree_with_the_line_by_line_one(data):
         )
     )
     text = "\n".join(header + [ln + e for ln, e in zip(lines, extras)]) + "\n"
-    results = []
-    for fast in (True, False):
-        swf.FAST_PATHS = fast
-        try:
-            results.append(outcome(text))
-        finally:
-            swf.FAST_PATHS = True
-    a, b = results
+    a, b = outcome_both_ways(text)
     if isinstance(a, TraceError) or isinstance(b, TraceError):
         assert type(a) is type(b)
         assert str(a).split("fuzzed.trace", 1)[1] == str(b).split("fuzzed.trace", 1)[1]
@@ -217,18 +222,9 @@ def test_vectorised_swf_parsers_agree_with_the_line_by_line_one(data):
 def test_a_boolean_word_is_no_number_on_any_path(word):
     """pandas reads a column of TRUE or false as 1 or 0 where it expects numbers (found by
     hypothesis with seed 102): the fast paths defer, and every path refuses the rows."""
-    from sim.traces import swf
-
     row = "0 10 3600 4 -1 -1 4 7200 -1 1 1 1 -1 1 -1 -1 -1"
     text = f"; MaxProcs: 64\n{word} {row}\n{word} {row}\n"
-    results = []
-    for fast in (True, False):
-        swf.FAST_PATHS = fast
-        try:
-            results.append(outcome(text))
-        finally:
-            swf.FAST_PATHS = True
-    a, b = results
+    a, b = outcome_both_ways(text)
     assert isinstance(a, TraceError) and isinstance(b, TraceError), (a, b)
     assert str(a).split("fuzzed.trace", 1)[1] == str(b).split("fuzzed.trace", 1)[1]
     assert f"field 1 (job number) is not a number: {word!r}" in str(a)

@@ -5,7 +5,7 @@ ones on the last third, over several runtime jitters.
 One command per trace::
 
     .venv/bin/python bench/sim_twin.py ../shared/traces/ls6-a100.log [--seeds 3]
-        [--jitter 0.02] [--plot cdf.png] [--recent auto|all|SHARE]
+        [--jitter 0.02] [--plot cdf.png] [--recent auto|all|SHARE] [--jobs N]
 
 The profile is fitted by ``sim.fit.fit`` (coordinate descent on the fit part's error;
 nothing of the last third is used but the recorded schedule's use, from which the
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         "better of the two inside the past (default; hpcsim fit --recent)",
     )
     p.add_argument("--store-dir", type=Path, help="also store the fitted profile there")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=1, help="score the fit's settings in this many processes"
+    )
     args = p.parse_args(argv)
     out = Console(width=110)
     t0 = time.perf_counter()
@@ -85,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     _, held, cut = split(trace)
     rec = (trace.recorded_start - trace.submit)[held]
     with out.status("fitting the site profile on the first two thirds") as status:
-        prof = fit(trace, recent=args.recent, progress=lambda s: status.update(f"fit: {s}"))
+        prof = fit(
+            trace,
+            recent=args.recent,
+            progress=lambda s: status.update(f"fit: {s}") if out.is_terminal else out.log(s),
+            workers=max(args.jobs, 1),
+        )
     judged = "whole fit period" if prof.recent is None else f"last {prof.recent:.0%} of it"
     check = "; ".join(f"{k} {np.mean(v):.3f}" for k, v in prof.recency.items())
     out.print(

@@ -162,7 +162,8 @@ def _start_order(
     trace: Trace, total: int, limits: QosLimits | None, console: Console
 ) -> SlurmConfig | None:
     """The priority and backfill depth the recorded start order shows
-    (:func:`sim.start_order.infer_order`), as a config; None when it shows none."""
+    (:func:`sim.start_order.infer_order`; an order that bounds no depth may still show the
+    priority a full queue was served in), as a config; None when it shows neither."""
     from sim.start_order import infer_order
 
     order = infer_order(trace, total, limits)
@@ -171,7 +172,7 @@ def _start_order(
     console.print(
         f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
     )
-    if not order.bounded:
+    if not order.bounded and order.priority == "fifo":
         return None
     return SlurmConfig.from_text("\n".join(order.lines()) + "\n", "the recorded start order")
 

@@ -104,9 +104,11 @@ def replay_waits(
     *,
     jitter: float = 0.0,
     seed: int = 0,
+    max_pending: int | None = None,
 ) -> np.ndarray:
     """Each trace job's simulated wait (s) under ``profile`` (NaN: never started); with
-    ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded)."""
+    ``jitter``, run times scaled by 1 + jitter x N(0, 1) (seeded). ``max_pending``: see
+    :func:`simulated_waits`."""
     from dataclasses import replace
 
     run = trace
@@ -114,14 +116,47 @@ def replay_waits(
         rng = np.random.default_rng(seed)
         scale = np.clip(1 + jitter * rng.standard_normal(len(trace)), 0.5, 1.5)
         run = replace(trace, runtime=np.round(trace.runtime * scale))
-    return simulated_waits(profile.simulator(trace, run=run), len(trace))
+    return simulated_waits(profile.simulator(trace, run=run), len(trace), max_pending)
 
 
-def simulated_waits(sim: Any, jobs: int) -> np.ndarray:
+#: a fitted setting whose replay queues more than this many times the most jobs the
+#: recorded schedule ever had pending has run away (its order falls behind the record and
+#: never catches up); the fit stops it and scores it as the worst, rather than replaying a
+#: queue that only grows (each pass costs its length) to the end of a long log
+RUNAWAY_FACTOR = 10
+#: how far (simulated seconds) a guarded replay runs between looks at its queue
+RUNAWAY_CHECK_S = 6 * 3600.0
+
+
+class RunawayReplay(RuntimeError):
+    """A replay whose pending queue outgrew its bound (:data:`RUNAWAY_FACTOR`)."""
+
+
+def recorded_max_pending(trace: Trace) -> int:
+    """The most jobs the recorded schedule had submitted and not yet started at once."""
+    known = np.isfinite(trace.recorded_start)
+    t = np.r_[trace.submit[known], trace.recorded_start[known]]
+    d = np.r_[np.ones(int(known.sum()), np.int64), -np.ones(int(known.sum()), np.int64)]
+    order = np.lexsort((d, t))  # a start before a submission at the same moment
+    return int(np.cumsum(d[order]).max(initial=0))
+
+
+def simulated_waits(sim: Any, jobs: int, max_pending: int | None = None) -> np.ndarray:
     """Run ``sim`` (a simulator of a trace of ``jobs`` jobs) to its end; each trace job's
-    wait (s), NaN for one that never started."""
+    wait (s), NaN for one that never started. With ``max_pending``, raise
+    :class:`RunawayReplay` as soon as more jobs than that are pending (looked at every
+    ``RUNAWAY_CHECK_S`` of simulated time; the schedule is the same as one run's)."""
     with gc_paused():
-        sim.run()
+        if max_pending is None:
+            sim.run()
+        else:
+            while (t := sim.next_event_time()) < math.inf:
+                sim.run(until=t + RUNAWAY_CHECK_S)
+                if sim.pending_count > max_pending:
+                    raise RunawayReplay(
+                        f"{sim.pending_count} jobs pending at t={sim.now / 86400:.1f} days "
+                        f"(bound {max_pending})"
+                    )
     wait = np.full(jobs, np.nan)
     for r in sim.records:
         if r.trace_index >= 0 and r.start == r.start:
@@ -348,12 +383,19 @@ def setting_loss(
     """The fit's loss of setting ``p`` over the jobs in ``mask`` (``rec``: recorded waits),
     the mean over ``jitters`` replays (one without jitter when 1), and the first replay's
     figures."""
-    runs = [
-        fidelity(
-            replay_waits(trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s)[mask], rec[mask]
-        )
-        for s in range(jitters)
-    ]
+    bound = int(RUNAWAY_FACTOR * max(recorded_max_pending(trace), 100))
+    try:
+        runs = [
+            fidelity(
+                replay_waits(
+                    trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s, max_pending=bound
+                )[mask],
+                rec[mask],
+            )
+            for s in range(jitters)
+        ]
+    except RunawayReplay as e:
+        return math.inf, {"runaway": str(e)}  # type: ignore[dict-item]
     return float(np.mean([loss(r) for r in runs])), runs[0].as_dict()
 
 

@@ -4,6 +4,7 @@ under known settings."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -11,7 +12,14 @@ import pytest
 from sim.availability import recorded_usage
 from sim.config import SlurmConfig
 from sim.engine import Simulator
-from sim.fit import fit, split
+from sim.fit import (
+    RunawayReplay,
+    fit,
+    recorded_max_pending,
+    setting_loss,
+    simulated_waits,
+    split,
+)
 from sim.limits import QosLimits
 from sim.log_inference import cluster_size, infer_limits, priority_fit
 from sim.profile import PRIORITY_SETTINGS, SCHEMA, SiteProfile, load, priority_lines, store
@@ -321,3 +329,45 @@ def test_a_parallel_fit_chooses_as_the_serial_one():
     assert [(s["setting"], s["loss"]) for s in two.steps] == [
         (s["setting"], s["loss"]) for s in one.steps
     ]
+
+
+@pytest.mark.parametrize("limited", [True, False])
+def test_a_guarded_replay_schedules_as_one_run(limited):
+    """The fit's replays run in stretches, looking at the queue between them: the schedule
+    is the one a single run gives (fair share, an availability timeline, and with a
+    per-user limit the Python passes, without it the compiled loop)."""
+    from sim.availability import fitted
+
+    trace = recorded_log(QosLimits(max_jobs_per_user=3), n=800)
+    cfg = SlurmConfig.from_text("\n".join(priority_lines("fairshare-1d")) + "\n", "t")
+    limits = QosLimits(max_jobs_per_user=2) if limited else None
+    avail = fitted(recorded_usage(trace), 32, window=3600.0)
+
+    def sim() -> Simulator:
+        return Simulator(trace, cfg, total_units=32, limits=limits, availability=avail)
+
+    one = simulated_waits(sim(), len(trace))
+    guarded = simulated_waits(sim(), len(trace), max_pending=10**6)
+    assert np.isfinite(one).all()
+    assert np.array_equal(one, guarded, equal_nan=True)
+
+
+def test_a_runaway_setting_is_stopped_and_scored_the_worst(monkeypatch):
+    """A replay whose queue outgrows its bound is stopped as soon as the guard sees it; the
+    fit scores such a setting infinite instead of replaying it to the end, and one that
+    keeps up as before (the bound made tiny here, so that this loaded log outgrows it)."""
+    import sim.fit
+
+    trace = recorded_log(None, n=800)
+    peak = recorded_max_pending(trace)
+    tiny = Simulator(trace, SlurmConfig(), total_units=8)  # a quarter of the recorded size
+    with pytest.raises(RunawayReplay, match="jobs pending at t="):
+        simulated_waits(tiny, len(trace), max_pending=peak)
+    mask, _, _ = split(trace)
+    rec = trace.recorded_start - trace.submit
+    prof = fit(trace, jitters=1)
+    kept, _ = setting_loss(trace, prof, mask, rec, 1)
+    assert math.isfinite(kept)
+    monkeypatch.setattr(sim.fit, "RUNAWAY_FACTOR", 0.01)
+    lost, figures = setting_loss(trace, prof, mask, rec, 1)
+    assert lost == math.inf and "jobs pending at t=" in figures["runaway"]

@@ -7,7 +7,7 @@ partitions' node pools when the ``--slurm-conf`` splits the cluster (``Partition
 Nodes=...``), else the trace's stored calibration (``hpcsim calibrate``), else the trace's
 own (SWF ``MaxProcs``), else the largest job. When the trace records start times the cluster
 is never smaller than the recorded schedule's peak use, and without a profile the nodes
-available follow the recorded use (the most used within 1 h around each moment): the
+available follow the recorded use (the most used within 6 h around each moment): the
 recorded schedule always fits. The report sets the simulated waits beside the recorded ones.
 """
 
@@ -90,10 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: without a profile, the availability window around each moment (sim/availability.py):
-#: chosen between the real logs at hand, LS6 and HPC2N (6 h under FIFO until session 22; 1 h
-#: since the start order gives the priority where it bounds no depth), then held out
-DEFAULT_WINDOW_S = 3600.0
+#: without a profile, the availability window around each moment (sim/availability.py)
+DEFAULT_WINDOW_S = 6 * 3600.0
 
 
 def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
@@ -164,8 +162,7 @@ def _start_order(
     trace: Trace, total: int, limits: QosLimits | None, console: Console
 ) -> SlurmConfig | None:
     """The priority and backfill depth the recorded start order shows
-    (:func:`sim.start_order.infer_order`; an order that bounds no depth may still show the
-    priority a full queue was served in), as a config; None when it shows neither."""
+    (:func:`sim.start_order.infer_order`), as a config; None when it shows none."""
     from sim.start_order import infer_order
 
     order = infer_order(trace, total, limits)
@@ -174,7 +171,7 @@ def _start_order(
     console.print(
         f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
     )
-    if not order.bounded and order.priority == "fifo":
+    if not order.bounded:
         return None
     return SlurmConfig.from_text("\n".join(order.lines()) + "\n", "the recorded start order")
 

@@ -15,7 +15,7 @@ waits, which a replay is judged on.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,10 +47,6 @@ DEFAULT_DEPTH = 500
 #: depth is the wall where it lies more than ``WALL_GAIN`` below the bound's depth (a few
 #: starts that rank deeper, under fair-share factors the record gives only roughly, lift
 #: the percentile past the site's depth)
-#: where the order is not bounded (backfill reached as deep as it liked), the priority under
-#: which the recorded starts' median rank is lowest, where that is at most this share of
-#: FIFO's: the order a full queue was served in, whatever depth backfill reached
-TYPICAL_SHARE = 0.5
 WALL_FROM_PERCENTILE = 90.0
 WALL_SHARE = 0.35
 WALL_GAIN = 0.1
@@ -75,8 +71,6 @@ class StartOrder:
     weights_bound: int = 0
     #: the wall in the ranks the depth was taken at (:func:`rank_wall`); 0 where none was
     wall: int = 0
-    #: per priority setting, the sampled starts' median rank (:data:`TYPICAL_SHARE`)
-    medians: dict[str, float] = field(default_factory=dict)
 
     @property
     def weights(self) -> tuple[str, ...]:
@@ -92,16 +86,9 @@ class StartOrder:
         """One line: what was inferred, and from what."""
         share = f"{DEPTH_PERCENTILE:g} % of {self.starts} recorded starts ranked within"
         if not self.bounded:
-            typical = (
-                f"; priority {self.priority}: half of them ranked within "
-                f"{self.medians[self.priority]:.0f} under it ({self.medians['fifo']:.0f} under "
-                "fifo), the default depth"
-                if self.priority != "fifo"
-                else ""
-            )
             return (
-                f"no depth: {share} {self.bounds[self.best]} of their queues under "
-                f"{self.best}, and the queues were seldom much deeper{typical}"
+                f"nothing: {share} {self.bounds[self.best]} of their queues under {self.best}, "
+                "and the queues were seldom much deeper"
             )
         depth = f"bf_max_job_test={self.depth}" if self.depth else "the default depth"
         if self.wall:
@@ -259,9 +246,7 @@ def infer_order(
     (:func:`rank_wall`). Weights off the grid (:func:`refine`, from the best setting other
     than FIFO) replace the setting's where they bound the order clearly lower, and may bound
     an order the grid left *nearly* bounded (``NEARLY``). Otherwise backfill reached what it
-    liked and the order shows no depth; its priority is then the one under which the starts'
-    median rank is lowest, where clearly lower than FIFO's (:func:`typical_priority`), else
-    FIFO."""
+    liked, the order says nothing, and the priority stays FIFO."""
     q = Queues(trace, units, limits, until=until)
     if not q.started:
         return None
@@ -285,7 +270,6 @@ def infer_order(
             weights, refined = (), bound  # not clearly better: the grid's
         elif nearly:  # the refined weights bound what the grid's did not
             best, bounded = start, True
-    medians = {k: float(np.median(r)) for k, r in ranked.items()}
     wall = 0
     if bounded:
         ranks = ranked[best]
@@ -295,7 +279,7 @@ def infer_order(
         wall = rank_wall(ranks, refined) or 0
     depth = wall or refined + 1
     return StartOrder(
-        best if bounded else typical_priority(medians),
+        best if bounded else "fifo",
         depth if bounded and depth < DEFAULT_DEPTH else None,
         bounds,
         best,
@@ -304,15 +288,7 @@ def infer_order(
         weights,
         refined if weights else 0,
         wall,
-        medians,
     )
-
-
-def typical_priority(medians: dict[str, float]) -> str:
-    """The priority setting under which the starts' median rank is lowest, where that is at
-    most ``TYPICAL_SHARE`` of FIFO's (else FIFO)."""
-    best = min(medians, key=lambda k: (medians[k], k != "fifo"))
-    return best if medians[best] <= TYPICAL_SHARE * medians["fifo"] else "fifo"
 
 
 def rank_bound(ranks: np.ndarray) -> int:

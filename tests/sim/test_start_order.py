@@ -21,7 +21,7 @@ from sim.generate import generate
 from sim.limits import QosLimits
 from sim.priority import fairshare_at, recorded_fairshare
 from sim.profile import priority_lines
-from sim.start_order import TYPICAL_SHARE, infer_order, rank_wall, typical_priority
+from sim.start_order import infer_order, rank_wall
 from tests.sim.simhelpers import make_trace
 
 
@@ -138,27 +138,7 @@ def test_a_deep_backfill_leaves_the_order_saying_nothing():
     order = infer_order(trace, 64, limits)
     assert order is not None and not order.bounded
     assert (order.priority, order.depth, order.lines()) == ("fifo", None, [])
-    assert order.describe().startswith("no depth:")
-
-
-def test_a_deep_backfill_still_shows_the_priority_a_full_queue_was_served_in():
-    """Recorded under fair share with Slurm's default depth, which reaches every queue: no
-    depth is inferred, but half the starts rank near the top under fair share and deep
-    under FIFO, so the priority is fair share (:func:`typical_priority`) at the default
-    depth; and ``hpcsim replay``'s config holds it."""
-    trace, limits = recorded("fairshare-1d", 500, None, 64, 0.95)
-    order = infer_order(trace, 64, limits)
-    assert order is not None and not order.bounded and order.depth is None
-    assert order.priority.startswith("fairshare-1d")
-    assert order.medians[order.priority] <= TYPICAL_SHARE * order.medians["fifo"]
-    assert order.lines() == priority_lines(order.priority)
-    assert order.describe().startswith("no depth:") and "under fifo" in order.describe()
-
-
-def test_the_typical_priority_is_fifo_unless_clearly_better():
-    assert typical_priority({"fifo": 10.0, "fairshare-1d": 6.0}) == "fifo"
-    assert typical_priority({"fifo": 10.0, "fairshare-1d": 5.0}) == "fairshare-1d"
-    assert typical_priority({"fifo": 0.0, "fairshare-1d": 0.0}) == "fifo"
+    assert order.describe().startswith("nothing:")
 
 
 def test_a_replay_with_no_flags_takes_the_order_the_log_shows(tmp_path, capsys):

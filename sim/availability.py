@@ -104,6 +104,14 @@ class Usage:
     def peak_time(self) -> float:
         return float(self.times[int(np.argmax(self.units))]) if len(self.units) else math.nan
 
+    def share_above(self, level: int) -> float:
+        """The share of the recorded span (first to last change) during which more than
+        ``level`` units were in use."""
+        if len(self.times) < 2:
+            return 0.0
+        dt = np.diff(self.times)
+        return float(dt[self.units[:-1] > level].sum() / dt.sum())
+
     def binned_max(self, t0: float, step: float, n: int) -> np.ndarray:
         """The largest use in each of ``n`` bins ``[t0 + k step, t0 + (k+1) step)``."""
         edges = t0 + step * np.arange(n)

@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: without a profile, the availability window around each moment (sim/availability.py)
 DEFAULT_WINDOW_S = 6 * 3600.0
+#: a log whose recorded schedule holds more than the size it states for at least this share
+#: of its span is not one machine's schedule (its runs overlap more than its nodes allow):
+#: the replay says so, beside raising the size to the recorded peak
+NOT_ONE_MACHINE_SHARE = 0.01
 
 
 def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
@@ -136,6 +140,16 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
             f"{trace.unit} (a smaller cluster cannot have run the recorded schedule)",
             soft_wrap=True,
         )
+        above = use.share_above(total)
+        if not size_from and above >= NOT_ONE_MACHINE_SHARE:  # the size the log states
+            console.print(
+                "[yellow]warning:[/yellow] the log is not one machine's schedule: its "
+                f"recorded starts and run times hold more than the {total} {trace.unit} it "
+                f"states for {100 * above:.0f} % of its span (up to {use.peak}), so no cluster "
+                "both is its size and runs its schedule, and the replayed waits may be far "
+                "from the recorded ones",
+                soft_wrap=True,
+            )
     total = max(total or 0, use.peak)
     console.print(
         f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,8 +14,9 @@ import pytest
 from sim.availability import recorded_usage
 from sim.replay_cli import main as replay
 from sim.report import compare, spearman
+from sim.traces import write_swf
 from sim.traces.read import read_trace
-from tests.sim.recorded import write_recorded
+from tests.sim.recorded import recorded_on, write_recorded
 
 
 def frame(sim_wait, rec_wait, run=3600.0, units=1) -> pd.DataFrame:
@@ -124,6 +126,23 @@ def test_replay_on_a_cluster_smaller_than_the_recorded_schedule_is_refused(tmp_p
     rc, out, err = run_replay(str(trace), "--nodes", str(peak - 1))
     assert rc == 2
     assert f"the recorded schedule used {peak} procs" in err and "cannot have run it" in err
+
+
+def test_a_log_whose_schedule_outgrows_the_size_it_states_is_named_not_one_machine(tmp_path):
+    """A header below the recorded schedule for much of its span: the size is raised to the
+    peak, and the replay says that the log is not one machine's schedule."""
+    over = tmp_path / "over.swf"
+    write_swf(replace(recorded_on(32), total_units=12), over)
+    peak = recorded_usage(read_trace(str(over))).peak
+    rc, out, err = run_replay(str(over))
+    assert rc == 0, err
+    assert f"size raised from 12 to the recorded peak of {peak}" in err
+    assert "not one machine's schedule" in err and "more than the 12 procs it states" in err
+    consistent = tmp_path / "ok.swf"
+    write_swf(replace(recorded_on(32), total_units=32), consistent)
+    rc, out, err = run_replay(str(consistent))
+    assert rc == 0, err
+    assert "not one machine's schedule" not in err and "size raised" not in err
 
 
 def test_a_headerless_log_replays_on_its_recorded_peak_never_above_100_percent(tmp_path):

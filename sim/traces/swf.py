@@ -73,6 +73,7 @@ _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _HEADER = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][A-Za-z0-9_ ]*?)[ \t]*:([^\n]*)$", re.M)
 _COMMENT = re.compile(r"^[ \t]*;[^\n]*", re.M)
 QUEUE = 14  # "queue number" (0-based field index)
+PARTITION = 15  # "partition number"
 # Field indices (0-based) used here.
 JOB, SUBMIT, WAIT, RUN, ALLOC, REQ_PROCS, REQ_TIME, STATUS, USER, GROUP = (
     0,
@@ -370,13 +371,13 @@ def _build(
 
 
 def _queues(t: np.ndarray) -> list[str]:
-    """Field 15, the queue number, as each job's partition name ("" where -1: unknown)."""
-    if t.shape[1] <= QUEUE:
-        return []
-    q = t[:, QUEUE]
-    if not (q >= 0).any():
-        return []
-    return ["" if v < 0 else str(int(v)) for v in q.tolist()]
+    """Each job's partition name ("" where unknown, -1): field 15, the queue number, where
+    the log fills it; else field 16, the partition number (a Slurm site's log converted by
+    sacct keeps its partitions there)."""
+    for field in (QUEUE, PARTITION):
+        if t.shape[1] > field and (t[:, field] >= 0).any():
+            return ["" if v < 0 else str(int(v)) for v in t[:, field].tolist()]
+    return []
 
 
 def _iso(t: float) -> str:

@@ -132,6 +132,20 @@ def test_only_comments_is_an_error(tmp_path):
         read_trace(write(tmp_path, HEADER))
 
 
+def test_partitions_from_the_partition_field_where_no_queue_is_given(tmp_path):
+    """A Slurm log converted to SWF keeps its partitions in field 16 and leaves the queue
+    (field 15) unknown; a log that fills the queue keeps it."""
+    text = HEADER + row(1, 100, 5, 50, 4, 4, 600) + row(2, 130, 0, 30, 8, 8, 60)
+    by_partition = text.replace(" -1 1 1 -1 -1", " -1 -1 10 -1 -1", 1).replace(
+        " -1 1 1 -1 -1", " -1 -1 4 -1 -1", 1
+    )
+    assert read_trace(write(tmp_path, by_partition)).partitions == ["10", "4"]
+    both = text.replace(" -1 1 1 -1 -1", " -1 2 10 -1 -1", 1)
+    assert read_trace(write(tmp_path, both, "b.swf")).partitions == ["2", "1"]
+    neither = text.replace(" -1 1 1 -1 -1", " -1 -1 -1 -1 -1")
+    assert read_trace(write(tmp_path, neither, "n.swf")).partitions == []
+
+
 def test_partitions_survive_a_write(tmp_path):
     from dataclasses import replace
 

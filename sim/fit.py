@@ -32,6 +32,7 @@ from sim.log_inference import (
     limit_candidates,
     pool_candidates,
     priority_fit,
+    tier_candidates,
 )
 from sim.phases import gc_paused
 from sim.profile import PRIORITY_SETTINGS, SiteProfile
@@ -307,7 +308,9 @@ def fit(
         prof.start_order = order.describe()
         depths += [order.depth] if order.depth not in depths else []
     with _Scores(trace, fit_mask, rec, jitters, prof, progress, workers) as score:
-        best = _search(trace, prof, score, lims, bool(ranked or prof.start_order), depths, units)
+        fixed = bool(ranked or prof.start_order)
+        tiers = tier_candidates(trace, fit_mask)
+        best = _search(trace, prof, score, lims, fixed, depths, units, tiers)
     best.steps = prof.steps
     best.recent, best.recency = recent, recency
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
@@ -324,9 +327,11 @@ def _search(
     fixed_priority: bool,
     depths: list[int | None],
     units: int,
+    tiers: list[dict[str, int]] | None = None,
 ) -> SiteProfile:
     """The settings that score best from ``prof`` (see :func:`fit`); its priority stays
-    where the log chose it (``fixed_priority``)."""
+    where the log chose it (``fixed_priority``); ``tiers``: the partitions' priority tiers
+    to try (:func:`sim.log_inference.tier_candidates`)."""
     prefetch = score.prefetch
     limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
     pool_options = pool_candidates(trace)
@@ -340,6 +345,8 @@ def _search(
         ("batch_sched_delay", list(DELAYS)),
         ("bf_max_job_test", list(depths)),
     ]
+    if tiers and len(tiers) > 1:  # the log names partitions: which of them go first
+        axes.insert(1, ("tiers", list(tiers)))
     if fixed_priority:  # the recorded Priority column or start order chose it
         axes = [a for a in axes if a[0] != "priority"]
 
@@ -359,6 +366,8 @@ def _search(
         pairs.append(("window_s", list(WINDOWS), "priority", priorities))
     if len(pool_options) > 1:  # pools and priority interact too: who waits for whom
         pairs.append(("pools", pool_options, "priority", priorities))
+    if tiers and len(tiers) > 1:  # and so do tiers and priority: which queue goes first
+        pairs.append(("tiers", list(tiers), "priority", priorities))
     outage_pair: Pair = ("outage_s", list(OUTAGES), "window_s", list(WINDOWS))
 
     first = _pair_search(prof, pairs[:1], score, with_option, prefetch)
@@ -450,7 +459,8 @@ class _Scores:
     def key(p: SiteProfile) -> tuple[object, ...]:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
         key: tuple[object, ...] = (p.priority, tuple(p.weights), p.batch_sched_delay)
-        return key + (p.bf_max_job_test, p.window_s, p.clamp, p.limits, p.outage_s, pools)
+        tiers = tuple(sorted(p.tiers.items()))
+        return key + (p.bf_max_job_test, p.window_s, p.clamp, p.limits, p.outage_s, pools, tiers)
 
     def prefetch(self, cands: list[SiteProfile]) -> None:
         """Score the candidates not scored yet, in parallel (with workers)."""

@@ -57,6 +57,47 @@ def log_partitions(trace: Trace) -> list[str]:
     return uniq
 
 
+#: a partition holding fewer of the fit part's jobs than this share keeps the lowest tier
+TIER_MIN_SHARE = 0.01
+
+
+def tier_candidates(trace: Trace, mask: np.ndarray) -> list[dict[str, int]]:
+    """The partition priority tiers the fit tries (Slurm's ``PriorityTier``: a higher
+    tier's jobs are scheduled first, as an express queue's): one tier; the partition whose
+    jobs in ``mask`` (the fit part) waited least for their size above all others; and each
+    partition a tier of its own, the less its jobs waited for their size the higher. A
+    partition's wait for its size is its jobs' total wait over what the other partitions'
+    jobs of the same size (a power of two) waited on average: larger jobs wait longer
+    under any order. Partitions with under ``TIER_MIN_SHARE`` of those jobs stay in the
+    lowest tier. Only ``[{}]`` where the log names fewer than two partitions."""
+    parts = log_partitions(trace)
+    if not parts:
+        return [{}]
+    names = partition_names(trace)
+    wait = trace.recorded_start - trace.submit
+    known = mask & np.isfinite(wait)
+    size = np.floor(np.log2(np.maximum(trace.units, 1))).astype(np.int64)
+    score: dict[str, float] = {}
+    for p in parts:
+        own = known & (names == p)
+        if own.sum() < max(1, TIER_MIN_SHARE * known.sum()):
+            continue
+        other = known & (names != p)
+        total = np.bincount(size[other], weights=wait[other], minlength=size.max() + 1)
+        count = np.bincount(size[other], minlength=size.max() + 1)
+        seen = own & (count[size] > 0)
+        expected = float((total[size[seen]] / count[size[seen]]).sum())
+        if seen.any() and expected > 0:
+            score[p] = float(wait[seen].sum()) / expected
+    if len(score) < 2:
+        return [{}]
+    ranked = sorted(score, key=lambda p: (score[p], p), reverse=True)  # most waiting first
+    express = {p: 2 if p == ranked[-1] else 1 for p in parts}
+    each = {p: 1 for p in parts} | {p: i + 2 for i, p in enumerate(ranked)}
+    out = [{}, express]
+    return out + ([each] if len(ranked) > 2 else [])
+
+
 def nested_pools(trace: Trace, pools: dict[str, int]) -> dict[str, str]:
     """Partitions whose nodes may be some of a larger partition's: together the two never
     used more than the larger one's peak (a debug partition on some batch nodes). Each maps

@@ -113,6 +113,9 @@ class SiteProfile:
     #: half-life in days, age rate, job-size share, age cap in days); they replace the
     #: ``priority`` setting's lines; empty: that setting's own
     weights: list[float] = field(default_factory=list)
+    #: Slurm's ``PriorityTier`` of the log's partitions (a higher tier's jobs are scheduled
+    #: first: an express queue); empty: one tier (:func:`sim.log_inference.tier_candidates`)
+    tiers: dict[str, int] = field(default_factory=dict)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -129,11 +132,14 @@ class SiteProfile:
         """``NodeName``/``PartitionName`` lines of the pools: one node per unit (one CPU
         each on a CPU-counted cluster), the largest pool the default partition."""
         cpus = " CPUs=1" if self.unit in ("cpus", "procs") else ""
-        if self.shared_partitions:
-            default = UNNAMED if UNNAMED in self.shared_partitions else self.shared_partitions[0]
+        shared = self.shared_partitions or ([] if self.pools else sorted(self.tiers))
+        if shared:  # tiers without pools: the partitions share every node
+            default = UNNAMED if UNNAMED in shared else shared[0]
             return [f"NodeName=n[1-{total_units or self.units}]" + cpus] + [
-                f"PartitionName={name} Nodes=ALL" + (" Default=YES" if name == default else "")
-                for name in self.shared_partitions
+                f"PartitionName={name} Nodes=ALL"
+                + self._tier(name)
+                + (" Default=YES" if name == default else "")
+                for name in shared
             ]
         if not self.pools:
             return []
@@ -149,8 +155,12 @@ class SiteProfile:
         for name in self.pools:
             nodes = f"{prefix[self.nested.get(name, name)]}[1-{sizes[name]}]"
             mark = " Default=YES" if name == default else ""
-            out.append(f"PartitionName={name} Nodes={nodes}{mark}")
+            out.append(f"PartitionName={name} Nodes={nodes}{self._tier(name)}{mark}")
         return out
+
+    def _tier(self, name: str) -> str:
+        tier = self.tiers.get(name, 1)
+        return f" PriorityTier={tier}" if tier != 1 else ""
 
     def config(self, total_units: int | None = None) -> SlurmConfig:
         return SlurmConfig.from_text(
@@ -263,6 +273,16 @@ class SiteProfile:
             )
         elif self.shared_partitions:
             pools = f" (partitions {', '.join(self.shared_partitions)} sharing every node)"
+        if any(t != 1 for t in self.tiers.values()):
+            pools += (
+                " (tiers "
+                + ", ".join(
+                    f"{k} {t}"
+                    for k, t in sorted(self.tiers.items(), key=lambda kv: -kv[1])
+                    if t != 1
+                )
+                + ")"
+            )
         depth = "" if self.bf_max_job_test is None else f", bf_max_job_test={self.bf_max_job_test}"
         return (
             f"{self.units} {self.unit}{pools}, priority {prio}, batch_sched_delay="
@@ -331,6 +351,12 @@ class SiteProfile:
         recent = d.get("recent")
         if recent is not None and (not isinstance(recent, int | float) or not 0 < recent <= 1):
             raise ValueError(f"recent: a share in (0, 1] or null expected, not {recent!r}")
+        tiers = d.get("tiers", {})
+        if not isinstance(tiers, dict) or any(
+            not PART_NAME.fullmatch(str(k)) or type(v) is not int or not 0 <= v <= 65533
+            for k, v in tiers.items()
+        ):
+            raise ValueError("tiers: partition names to PriorityTier values (0-65533) expected")
         return cls(**d, path=path)
 
 

@@ -11,7 +11,13 @@ import pytest
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.fit import fit, starting_profile
-from sim.log_inference import MAX_POOLS, nested_pools, partition_pools, pool_candidates
+from sim.log_inference import (
+    MAX_POOLS,
+    nested_pools,
+    partition_pools,
+    pool_candidates,
+    tier_candidates,
+)
 from sim.profile import UNNAMED, SiteProfile, load, scale_pools, store
 from tests.sim.simhelpers import make_trace
 
@@ -197,3 +203,43 @@ def test_a_sacct_export_names_its_partitions(tmp_path):
     own = partition_pools(log)
     assert own == {"cpu": 24, "dev": 4, "gpu": 8}
     assert pool_candidates(log)[-1] == (own, {"dev": "cpu"}, [])
+
+
+TIERED = """NodeName=c[1-32]
+PartitionName=cpu Nodes=ALL Default=YES
+PartitionName=gpu Nodes=ALL PriorityTier=2
+PartitionName=dev Nodes=ALL
+"""
+
+
+def test_the_tiers_tried_rank_the_partitions_by_their_waits_for_their_size():
+    """The express partition's jobs are larger than the others': they wait less than jobs
+    of their size elsewhere, and the tier goes to it."""
+    trace = recorded_parted(TIERED, dev=0.2)
+    mask = np.ones(len(trace), bool)
+    tried = tier_candidates(trace, mask)
+    assert tried[:2] == [{}, {"cpu": 1, "dev": 1, "gpu": 2}]
+    assert len(tried) == 3 and sorted(tried[2].values()) == [2, 3, 4] and tried[2]["gpu"] == 4
+    assert tier_candidates(replace(trace, partitions=[]), mask) == [{}]
+    # a partition with under 1 % of the jobs keeps the lowest tier
+    few = ["x" if i == 0 else p for i, p in enumerate(trace.partitions)]
+    assert all(c.get("x", 1) == 1 for c in tier_candidates(replace(trace, partitions=few), mask))
+
+
+def test_fit_recovers_an_express_partitions_priority_tier():
+    trace = recorded_parted(TIERED)
+    prof = fit(trace, jitters=1)  # an exact replay recovers the recording exactly
+    assert prof.tiers == {"cpu": 1, "gpu": 2}
+    assert "PartitionName=gpu Nodes=ALL PriorityTier=2" in prof.slurm_conf()
+    assert "tiers gpu 2" in prof.describe()
+    assert prof.fit["spearman"] == pytest.approx(1.0)
+    back = SiteProfile.from_json(prof.to_json())
+    assert back.tiers == prof.tiers and back.slurm_conf() == prof.slurm_conf()
+
+
+def test_a_profile_with_bad_tiers_is_refused():
+    prof = replace(starting_profile(recorded_parted(SHARED)), tiers={"cpu": 1, "gpu": 2})
+    text = prof.to_json().replace('"gpu": 2', '"gpu": -3')
+    with pytest.raises(ValueError, match="tiers"):
+        SiteProfile.from_json(text)
+    assert SiteProfile.from_json(prof.to_json()).tiers == {"cpu": 1, "gpu": 2}

@@ -190,6 +190,29 @@ def _start_order(
     return SlurmConfig.from_text("\n".join(order.lines()) + "\n", "the recorded start order")
 
 
+def _note_idle_waits(trace: Trace, total: int, avail: object, console: Console) -> None:
+    """Where the replay's mean is off: the share of the recorded wait that no capacity
+    explains (:func:`sim.idle_waits.waited_beside_idle`); not with pools."""
+    from sim.availability import Availability
+    from sim.idle_waits import waited_beside_idle
+
+    if avail is not None and not isinstance(avail, Availability):
+        return
+    beside = waited_beside_idle(trace, total, avail)
+    wait = np.maximum(trace.recorded_start - trace.submit, 0)
+    whole = float(np.nansum(wait))
+    if not beside.any() or whole <= 0:
+        return
+    console.print(
+        f"[cyan]note:[/cyan] {100 * float(np.nansum(wait[beside])) / whole:.0f} % of the "
+        f"recorded wait is in {int(beside.sum())} jobs that, at some moment of their wait, "
+        f"could have run to their time limit in {trace.unit} the recorded schedule left idle "
+        "(held, waiting on a dependency, or under a limit the log does not show): no replay "
+        "of the site's capacity reproduces those waits",
+        soft_wrap=True,
+    )
+
+
 def _cluster_size(args, trace, cfg, total, embedded):  # type: ignore[no-untyped-def]
     """The cluster size (and config) to replay with, and where it came from."""
     size_from = "--nodes" if total else ""
@@ -312,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.print(table)
         if comparison is not None and (text := comparison.warning()) is not None:
             console.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
+            _note_idle_waits(trace, sim.total_units, avail, console)
         try:
             if args.out:
                 write_schedule(df, args.out)

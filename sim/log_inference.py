@@ -35,6 +35,11 @@ MAX_CAPS = 6
 #: more partitions than this are tried on shared nodes only (a pool each would make the
 #: scheduler passes slow and the nesting search quadratic)
 MAX_POOLS = 16
+#: a partition holding fewer of the log's jobs than this share keeps the lowest tier, and
+#: pools are tried only where two partitions hold at least this share each (a pool for a
+#: handful of jobs moves the loss by less than their share, and pools replay many times
+#: slower: 25x on RICC's 448k jobs)
+MIN_PARTITION_SHARE = 0.01
 
 
 def cluster_size(trace: Trace) -> tuple[int, int]:
@@ -57,10 +62,6 @@ def log_partitions(trace: Trace) -> list[str]:
     return uniq
 
 
-#: a partition holding fewer of the fit part's jobs than this share keeps the lowest tier
-TIER_MIN_SHARE = 0.01
-
-
 def tier_candidates(trace: Trace, mask: np.ndarray) -> list[dict[str, int]]:
     """The partition priority tiers the fit tries (Slurm's ``PriorityTier``: a higher
     tier's jobs are scheduled first, as an express queue's): one tier; the partition whose
@@ -68,7 +69,7 @@ def tier_candidates(trace: Trace, mask: np.ndarray) -> list[dict[str, int]]:
     partition a tier of its own, the less its jobs waited for their size the higher. A
     partition's wait for its size is its jobs' total wait over what the other partitions'
     jobs of the same size (a power of two) waited on average: larger jobs wait longer
-    under any order. Partitions with under ``TIER_MIN_SHARE`` of those jobs stay in the
+    under any order. Partitions with under ``MIN_PARTITION_SHARE`` of those jobs stay in the
     lowest tier. Only ``[{}]`` where the log names fewer than two partitions."""
     parts = log_partitions(trace)
     if not parts:
@@ -80,7 +81,7 @@ def tier_candidates(trace: Trace, mask: np.ndarray) -> list[dict[str, int]]:
     score: dict[str, float] = {}
     for p in parts:
         own = known & (names == p)
-        if own.sum() < max(1, TIER_MIN_SHARE * known.sum()):
+        if own.sum() < max(1, MIN_PARTITION_SHARE * known.sum()):
             continue
         other = known & (names != p)
         total = np.bincount(size[other], weights=wait[other], minlength=size.max() + 1)
@@ -120,12 +121,15 @@ def pool_candidates(trace: Trace) -> list[object]:
     """The partition worlds the fit tries, as (pools, nested, shared partitions): one pool
     without partitions; where the log names several, also the partitions sharing every
     node, each a pool of its own, and (where the recorded use allows) some nested in
-    others (:func:`nested_pools`); pools only up to ``MAX_POOLS`` partitions."""
+    others (:func:`nested_pools`); pools only up to ``MAX_POOLS`` partitions, and only
+    where two of them hold ``MIN_PARTITION_SHARE`` of the jobs or more."""
     out: list[object] = [({}, {}, [])]
     parts = log_partitions(trace)
     if parts:
         out.append(({}, {}, parts))
-    if parts and len(parts) <= MAX_POOLS:
+    names = partition_names(trace)
+    large = sum(int((names == p).sum()) >= MIN_PARTITION_SHARE * len(trace) for p in parts)
+    if parts and len(parts) <= MAX_POOLS and large >= 2:
         own = partition_pools(trace)
         out.append((own, {}, []))
         inside = nested_pools(trace, own)

@@ -87,6 +87,12 @@ def test_the_worlds_tried():
     many = [str(i % (MAX_POOLS + 1)) for i in range(len(trace))]  # shared nodes only
     worlds = pool_candidates(replace(trace, partitions=many))
     assert len(worlds) == 2 and len(worlds[1][2]) == MAX_POOLS + 1
+    # a partition of under 1 % of the jobs beside one of all the rest: shared nodes only
+    few = ["gpu" if i < len(trace) // 200 else "cpu" for i in range(len(trace))]
+    assert pool_candidates(replace(trace, partitions=few)) == [
+        ({}, {}, []),
+        ({}, {}, ["cpu", "gpu"]),
+    ]
 
 
 def test_fit_recovers_the_pools_of_a_log_recorded_on_them(tmp_path):

@@ -183,6 +183,23 @@ def test_append_and_unlinked_open_file(themis):
         assert held.read() == b"Zb"
 
 
+def test_a_removed_symlinks_inode_number_on_a_new_file(themis):
+    """ext4 gives a removed symlink's inode number to the next file at once. While the kernel
+    still holds the symlink's inode, the new file must open as a file, not ELOOP."""
+    reused = 0
+    for _ in range(20):
+        os.symlink("nowhere", themis.mnt / "x")
+        held = os.open(themis.mnt / "x", os.O_PATH | os.O_NOFOLLOW)  # the kernel keeps it
+        number = os.lstat(themis.backing / "x").st_ino
+        os.unlink(themis.mnt / "x")
+        (themis.mnt / "x").write_bytes(b"file")
+        reused += os.lstat(themis.backing / "x").st_ino == number
+        assert (themis.mnt / "x").read_bytes() == b"file"
+        os.close(held)
+        os.unlink(themis.mnt / "x")
+    print(f"inode number reused {reused} of 20 times")
+
+
 def test_permissions_are_enforced_for_other_uids(themis):
     m = themis.mnt
     secret = m / "secret"

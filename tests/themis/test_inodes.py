@@ -112,3 +112,44 @@ def test_a_reused_inode_number_gets_a_new_inode(tmp_path):
     # the same file looked up again keeps its inode
     again = opath(tmp_path / "f")
     assert t.add(ROOT, b"f", fake, again) == f
+
+
+def _with_number(path, like: os.stat_result) -> tuple[int, os.stat_result]:
+    """``path`` opened, and its stat as it would be had it received ``like``'s inode number."""
+    fd = opath(path)
+    real = os.fstat(fd)
+    return fd, os.stat_result((real.st_mode, like.st_ino, like.st_dev, *tuple(real)[3:10]))
+
+
+@pytest.mark.parametrize("old_kind", ["symlink", "file"])
+def test_a_file_removed_through_the_mount_frees_its_number(tmp_path, old_kind):
+    """The kernel still holds the removed file's inode (its forget has not come yet) when the
+    backing file system gives the number to a new file: the new file gets its own inode. CI
+    caught the symlink case as ELOOP in CPython's test_os on the mount."""
+    old = tmp_path / "old"
+    if old_kind == "symlink":
+        os.symlink("nowhere", old)
+    else:
+        old.write_text("old")
+    t = InodeTable(opath(tmp_path))
+    first = add(t, ROOT, "old", old)
+    st_old = os.lstat(old)
+    os.unlink(old)
+    t.remove_entry(ROOT, b"old")  # as the mount's unlink does
+    (tmp_path / "new").write_text("new")
+    fd, fake = _with_number(tmp_path / "new", st_old)
+    new = t.add(ROOT, b"new", fake, fd)
+    assert new != first and t.fd(new) == fd and t.known(first)
+    assert t.add(ROOT, b"new", fake, opath(tmp_path / "new")) == new  # found again
+
+
+def test_a_hard_link_the_table_never_saw_keeps_the_inode(tmp_path):
+    (tmp_path / "x").write_text("x")
+    os.link(tmp_path / "x", tmp_path / "hidden")
+    t = InodeTable(opath(tmp_path))
+    ix = add(t, ROOT, "x", tmp_path / "x")
+    os.unlink(tmp_path / "x")
+    t.remove_entry(ROOT, b"x")
+    assert t.fd(ix) == -1  # no known name left, yet the file is still linked
+    assert add(t, ROOT, "hidden", tmp_path / "hidden") == ix
+    assert is_open(t.fd(ix))

@@ -39,8 +39,10 @@ def _reused(node: Node, st: os.stat_result) -> bool:
     """True when ``node``'s backing file is gone and ``st`` is another file that got its
     inode number (ext4 and others hand a freed number out again at once): the old file was
     unlinked, or is of another type (a symlink replaced by a file)."""
+    if stat.S_IFMT(st.st_mode) != node.kind:
+        return True
     if node.fd < 0:
-        return False
+        return False  # nameless but still linked somewhere (see remove_entry)
     try:
         old = os.fstat(node.fd)
     except OSError:
@@ -113,8 +115,7 @@ class InodeTable:
         key = (st.st_dev, st.st_ino)
         inode = self._by_key.get(key)
         if inode is not None and _reused(self._nodes[inode], st):
-            self._nodes[inode].key = None  # keeps serving the kernel's old references
-            del self._by_key[key]
+            self._unkey(inode)  # keeps serving the kernel's old references
             inode = None
         old = self._entries.get((parent, name))
         if old is not None and old != inode:
@@ -132,6 +133,13 @@ class InodeTable:
         self._link(inode, parent, name)
         node.lookups += lookups
         return inode
+
+    def _unkey(self, inode: int) -> None:
+        """Stop matching ``inode`` to its backing file's number (the file is gone)."""
+        node = self._nodes[inode]
+        if node.key is not None and self._by_key.get(node.key) == inode:
+            del self._by_key[node.key]
+        node.key = None
 
     def inode_of(self, st: os.stat_result) -> int | None:
         """The inode already standing for the backing file ``st``, if any."""
@@ -170,6 +178,11 @@ class InodeTable:
             # Its last known name is gone: our descriptor must not keep the file's space
             # allocated. Files still open are reached through their open descriptors; a name
             # we did not know (a hard link) gives the record a descriptor again on lookup.
+            # A file with no link left anywhere can never be looked up again: its inode
+            # number is free for the next file the backing file system makes.
+            with contextlib.suppress(OSError):
+                if os.fstat(node.fd).st_nlink == 0:
+                    self._unkey(inode)
             with contextlib.suppress(OSError):
                 os.close(node.fd)
             node.fd = -1

@@ -39,11 +39,10 @@ class Pools:
                 f"{size} {'CPUs' if cpus else 'nodes'}; the simulator was given {total_units} "
                 "(pass total_units / --nodes to match, or drop Nodes= from the partitions)"
             )
-        members: list[tuple[str, ...]] = []
-        for node in names:
-            members.append(
-                tuple(p.name for p in cfg.partitions.values() if not p.nodes or node in p.nodes)
-            )
+        listed = [(p.name, set(p.nodes)) for p in cfg.partitions.values()]  # one node per CPU:
+        members = [  # sets, or a 90,000-CPU cluster takes minutes to set up
+            tuple(name for name, nodes in listed if not nodes or node in nodes) for node in names
+        ]
         seg_of: dict[tuple[str, ...], int] = {}
         self.seg_size: list[int] = []
         for sig, units in zip(members, sizes, strict=True):

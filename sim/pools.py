@@ -39,8 +39,9 @@ class Pools:
                 f"{size} {'CPUs' if cpus else 'nodes'}; the simulator was given {total_units} "
                 "(pass total_units / --nodes to match, or drop Nodes= from the partitions)"
             )
-        listed = [(p.name, set(p.nodes)) for p in cfg.partitions.values()]  # one node per CPU:
-        members = [  # sets, or a 90,000-CPU cluster takes minutes to set up
+        # sets: a CPU-counted cluster has a node per CPU (90,000 took a minute with lists)
+        listed = [(p.name, set(p.nodes)) for p in cfg.partitions.values()]
+        members = [
             tuple(name for name, nodes in listed if not nodes or node in nodes) for node in names
         ]
         seg_of: dict[tuple[str, ...], int] = {}

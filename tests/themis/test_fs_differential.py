@@ -31,6 +31,9 @@ pytestmark = pytest.mark.fuse
 
 NAMES = ["a", "b", "d/a", "e"]
 DIRS = ["d", "e", "d/e"]
+#: an absolute symlink target: a symlink renamed to "d" is then walked through ("d/a"), so it
+#: must lead nowhere that exists (a real directory would be written to, as root)
+OUTSIDE = "/nonexistent-themis-test/x"
 _ROOTS: dict[str, Path] = {}
 _COUNTER = itertools.count()
 
@@ -84,7 +87,7 @@ class MountAgainstNative(RuleBasedStateMachine):
     def read(self, name: str) -> None:
         self.both(lambda s: (s / name).read_bytes())
 
-    @rule(name=st.sampled_from(NAMES), to=st.sampled_from(NAMES + ["/etc", "nowhere"]))
+    @rule(name=st.sampled_from(NAMES), to=st.sampled_from(NAMES + [OUTSIDE, "nowhere"]))
     def symlink(self, name: str, to: str) -> None:
         self.both(lambda s: os.symlink(to, s / name))
 
@@ -151,6 +154,7 @@ class MountAgainstNative(RuleBasedStateMachine):
 
 
 def test_mount_agrees_with_the_native_file_system(themis, fuse_root):
+    assert not Path(OUTSIDE).parent.exists()
     # the native side on another file system (tmpfs where there is one), so that its files
     # never take the inode numbers the backing file system frees for the mount's next ones
     shm = Path("/dev/shm")

@@ -223,6 +223,7 @@ class InodeTable:
         node = self._nodes.get(inode)
         if node is None or inode == ROOT or node.lookups > 0 or self._children.get(inode):
             return
+        self._unkey(inode)
         del self._nodes[inode]
         for parent, name in list(node.links):
             del self._entries[(parent, name)]
@@ -232,8 +233,6 @@ class InodeTable:
             else:
                 del self._children[parent]
                 self._drop_if_unused(parent)
-        if node.key is not None and self._by_key.get(node.key) == inode:
-            del self._by_key[node.key]
         if node.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(node.fd)

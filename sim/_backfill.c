@@ -2,7 +2,8 @@
  * backfill pass over it, the priority refresh (fair-share and sort) at each
  * PriorityCalcPeriod tick and runs of ticks at which nothing else is due, the QOS limit
  * filter of the backfill walk, the arrays of a queue snapshot, and the per-job life cycle of
- * the common replay case (sim/_lifecycle.c, included below).
+ * the common replay case (sim/_lifecycle.c, included below) and the backfill walk on node
+ * pools (sim/_poolwalk.c).
  *
  * Jobs are sim.state.SimJob objects (a __slots__ class). register() looks up the slot
  * offsets once, so a field read is a pointer load, not an attribute lookup. Every
@@ -967,14 +968,20 @@ static int count_start(PyObject *extra, PyObject *job, long long nodes, long lon
  * limits: (max_jobs, max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node,
  * node_cpus), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
  * node-counted one units * node_cpus CPUs. */
+/* (order, n, user_use, limits): the arguments of limit_filter() and bf_depth(). */
+static int parse_order_limits(PyObject *args, PyObject **order, Py_ssize_t *n, PyObject **user_use,
+                              Limits *l) {
+    PyObject *lim;
+    if (!PyArg_ParseTuple(args, "O!nO!O", &PyList_Type, order, n, &PyDict_Type, user_use, &lim))
+        return -1;
+    return parse_limits(lim, l);
+}
+
 static PyObject *limit_filter(PyObject *self, PyObject *args) {
-    PyObject *order, *user_use, *lim;
+    PyObject *order, *user_use;
     Py_ssize_t stop;
     Limits l;
-    if (!PyArg_ParseTuple(args, "O!nO!O", &PyList_Type, &order, &stop, &PyDict_Type, &user_use,
-                          &lim) ||
-        parse_limits(lim, &l) < 0)
-        return NULL;
+    if (parse_order_limits(args, &order, &stop, &user_use, &l) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (stop < n) n = stop < 0 ? 0 : stop;
     PyObject *out = NULL, *kept = NULL;  /* built from the first held job on */
@@ -1371,6 +1378,7 @@ done:
 
 #include "_lifecycle.c"
 #include "_evloop.c"
+#include "_poolwalk.c"
 
 static PyMethodDef methods[] = {
     {"register", register_job_type, METH_O, "Register the job class (its __slots__ offsets)."},
@@ -1384,6 +1392,8 @@ static PyMethodDef methods[] = {
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
     {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
     {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
+    {"walk_pools", walk_pools, METH_VARARGS, "The backfill walk on node pools."},
+    {"bf_depth", bf_depth, METH_VARARGS, "How deep the backfill walks under QOS limits."},
     {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},
     {"start_jobs", start_jobs, METH_VARARGS, "Start the queue's jobs at the given indices."},
     {"end_jobs", end_jobs, METH_VARARGS, "The job ends due now: release and log them."},

@@ -73,6 +73,25 @@ def first_held(
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
 ) -> int: ...
+def bf_depth(
+    order: list[Any],
+    n_test: int,
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> int: ...
+def walk_pools(
+    order: list[Any],
+    stop: int,
+    start_now: bool,
+    seg_free: list[int],
+    seg_size: list[int],
+    running: dict[int, Any],
+    params: tuple[float, float, float, float, float, float, float, int],
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int] | None,
+    /,
+) -> list[tuple[int, list[tuple[int, int]]]] | float | None: ...
 def queue_arrays(
     pending: dict[int, Any],
     running: dict[int, Any],

@@ -1,7 +1,8 @@
 """The backfill scheduler (slurmctld's backfill.c, ``_attempt_backfill``): the pass over the
 first ``bf_max_job_test`` jobs, its map inputs, the plan under QOS limits and the walk on
-node pools with its per-segment map. The map and the plain pass are compiled
-(sim/_backfill.c; its Python model is tests/sim/backfill_model.py)."""
+node pools with its per-segment map. All are compiled (sim/_backfill.c and
+sim/_poolwalk.c; their Python models are tests/sim/backfill_model.py and
+tests/sim/pools_model.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 from sim import _backfill
 from sim.engine_state import EngineState
 from sim.mapparams import MapParams
-from sim.pools import Alloc, SegmentMap, spread
+from sim.pools import Alloc
 from sim.state import SimJob
 
 # Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
@@ -41,7 +42,7 @@ class Backfill(EngineState):
         if self._whole:
             return math.floor(start) + limit - 0.5
         t, res = start + limit, self.cfg.bf_resolution
-        if res <= 1 or math.isinf(t):  # _round_end, inlined (hot: every start and end)
+        if res <= 1 or math.isinf(t):  # round_end, inlined (hot: every start and end)
             return t
         return math.ceil(t / res) * res
 
@@ -99,92 +100,42 @@ class Backfill(EngineState):
         n_test = self.cfg.bf_max_job_test
         if not self._run_limits:
             return min(len(order), n_test)
-        tested = 0
-        for i, job in enumerate(order):
-            if tested >= n_test:
-                return i
-            if not self._bf_passes_over(job):
-                tested += 1
-        return len(order)
-
-    def _segment_map(
-        self, free: list[int], extra_ends: list[tuple[float, int, Alloc]]
-    ) -> SegmentMap:
-        """The backfill map per node-pool segment from ``free`` units now and the running
-        jobs (and ``extra_ends``: the jobs this pass started)."""
-        st, cfg = self.state, self.cfg
-        res = cfg.bf_resolution
-        ends = [
-            (_round_end(j.start + j.limit, res), j.seq, j.alloc or []) for j in st.running.values()
-        ]
-        ends.extend(extra_ends)
-        ends.sort(key=lambda e: (e[0], e[1]))
-        return SegmentMap(
-            st.now,
-            free,
-            ends,
-            st.now + cfg.bf_window,
-            max(cfg.bf_resolution, 1.0),
-            WILL_RUN_WINDOW,
-            float(cfg.bf_window_linear),
-            self.epoch,
-        )
+        return _backfill.bf_depth(order, n_test, self.state.user_use, self._limit_params())
 
     def _walk_pools(self, stop: int, start_now: bool) -> list[tuple[int, Alloc]] | float | None:
         """The backfill walk on node pools over ``order[:stop]``: with ``start_now``, the
         jobs it starts now (index, allocation); else ``squeue --start`` of ``order[stop]``
-        (reservations of every job before it, then its earliest start, or None)."""
-        st = self.state
-        order = st.order
-        now = st.now
-        res = self.cfg.bf_resolution
-        per_node = self._cpus_per_node
+        (reservations of every job before it, then its earliest start, or None). Slurm's map
+        kept per segment, freed in will-run groups; a job started now joins the running jobs
+        and the map is rebuilt; a reservation holds whole nodes on a CPU-counted cluster.
+        Compiled (``_backfill.walk_pools``, sim/_poolwalk.c; its Python model is
+        tests/sim/pools_model.py)."""
+        st, cfg = self.state, self.cfg
         pools = self._pools
         assert pools is not None
-        started: list[tuple[int, Alloc]] = []
-        held: list[tuple[float, float, Alloc]] = []
-        new_ends: list[tuple[float, int, Alloc]] = []
-        free = list(st.seg_free)
-        extra: dict[int, list[int]] = {}
-        last = stop - 1
-        if start_now:  # past the last job that fits now, nothing can start
-            last = -1
-            for i in range(stop):
-                job = order[i]
-                if sum(free[s] for s in job.pool) >= job.units:
-                    last = i
-            if last < 0:
-                return started
-        smap = self._segment_map(free, new_ends)
-        for i in range(last + 1 if start_now else stop + 1):
-            job = order[i]
-            if start_now and self._run_limits and self._limit_reason(job, extra) is not None:
-                continue
-            fit = smap.fit(job.pool, job.units, job.limit)
-            if not start_now and i == stop:
-                return None if fit is None else fit[0]
-            if fit is None:
-                continue
-            t, caps = fit
-            if t == now and start_now:
-                alloc = spread(job.pool, caps, job.units)
-                started.append((i, alloc))
-                new_ends.append((_round_end(now + job.limit, res), job.seq, alloc))
-                if self._run_limits:
-                    self._count_start(job, extra)
-                for s, u in alloc:
-                    free[s] -= u
-                smap = self._segment_map(free, new_ends)
-                for r in held:
-                    smap.reserve(*r)
-            else:
-                # a reservation holds whole nodes on a CPU-counted cluster (as the compiled
-                # core does, the rounding may take more than is free)
-                want = min(-(-job.units // per_node) * per_node, pools.part_size[job.part])
-                r = (t, job.limit, spread(job.pool, caps, want))
-                held.append(r)
-                smap.reserve(*r)
-        return started
+        res = cfg.bf_resolution
+        params = (
+            st.now,
+            st.now + cfg.bf_window,
+            max(res, 1.0),
+            WILL_RUN_WINDOW,
+            float(cfg.bf_window_linear),
+            self.epoch,
+            res,
+            self._cpus_per_node,
+        )
+        limits = self._limit_params() if start_now and self._run_limits else None
+        return _backfill.walk_pools(
+            st.order,
+            stop,
+            start_now,
+            st.seg_free,
+            pools.seg_size,
+            st.running,
+            params,
+            st.user_use,
+            limits,
+        )
 
     def _backfill_pools(self) -> None:
         """:meth:`_backfill_pass` on node pools (sim/pools.py)."""
@@ -195,7 +146,7 @@ class Backfill(EngineState):
             self._start_picked(plan, backfill=True)
 
 
-def _round_end(t: float, res: float) -> float:
+def round_end(t: float, res: float) -> float:
     """A running job's expected end in the backfill map: rounded up to ``bf_resolution``."""
     if math.isinf(t) or res <= 1:
         return t

@@ -76,7 +76,9 @@ def availability_steps(
         segs = pools.part_segs.get(name)
         if segs is None:
             raise ValueError(f"availability for an unknown partition {name!r}")
-        shared = any(segs[0] in other for p, other in pools.part_segs.items() if p != name)
+        shared = any(  # by another partition, not of the same nodes (an alias)
+            segs[0] in other and other != segs for p, other in pools.part_segs.items() if p != name
+        )
         if len(segs) != 1 or shared:
             raise ValueError(f"availability per partition: {name!r} shares its nodes")
         size = pools.seg_size[segs[0]]

@@ -122,7 +122,9 @@ def pool_candidates(trace: Trace) -> list[object]:
     without partitions; where the log names several, also the partitions sharing every
     node, each a pool of its own, and (where the recorded use allows) some nested in
     others (:func:`nested_pools`); pools only up to ``MAX_POOLS`` partitions, and only
-    where two of them hold ``MIN_PARTITION_SHARE`` of the jobs or more."""
+    where two of them hold ``MIN_PARTITION_SHARE`` of the jobs or more. Where others hold
+    less, also pools of those two or more alone (:func:`major_pools`), at any number of
+    partitions."""
     out: list[object] = [({}, {}, [])]
     parts = log_partitions(trace)
     if parts:
@@ -135,7 +137,63 @@ def pool_candidates(trace: Trace) -> list[object]:
         inside = nested_pools(trace, own)
         if inside:
             out.append((own, inside, []))
+    split = major_pools(trace) if large < len(parts) else None
+    if (
+        split is not None and len(split[0]) - len(split[1]) <= MAX_POOLS
+    ):  # the smaller partitions' jobs on the larger ones' nodes
+        out.append((*split, []))
     return out
+
+
+def major_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
+    """Pools of the partitions that hold ``MIN_PARTITION_SHARE`` of the log's jobs or more,
+    the others' jobs run on one of them: (pools, aliases). A smaller partition is an alias
+    of (has the same nodes as) the largest pool whose recorded peak holds the two together,
+    else of the largest pool; each pool is the recorded peak of its jobs and its aliases'.
+    ``pools`` names every partition (an alias with its pool's units), as a profile's pools
+    and ``nested`` do. None where fewer than two partitions hold that share."""
+    parts = log_partitions(trace)
+    names = partition_names(trace)
+    major = [p for p in parts if (names == p).sum() >= MIN_PARTITION_SHARE * len(trace)]
+    if len(major) < 2:
+        return None
+    own = {p: recorded_usage(trace.select(names == p)).peak for p in major}
+    by_size = sorted(major, key=lambda p: (-own[p], p))
+    home: dict[str, str] = {}
+    for p in parts:
+        if p not in own:
+            home[p] = next(
+                (
+                    b
+                    for b in by_size
+                    if recorded_usage(trace.select((names == p) | (names == b))).peak <= own[b]
+                ),
+                by_size[0],
+            )
+    sizes = {
+        b: max(1, recorded_usage(trace.select(np.isin(names, [b, *aliases_of(home, b)]))).peak)
+        for b in major
+    }
+    return {p: sizes[home.get(p, p)] for p in parts}, home
+
+
+def aliases_of(aliases: dict[str, str], pool: str) -> list[str]:
+    """The partitions that are aliases of ``pool`` (sorted)."""
+    return sorted(k for k, v in aliases.items() if v == pool)
+
+
+def stated_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
+    """:func:`major_pools` where they fit the size the log states: the flag-free world's
+    pools (disjoint machines under one header, such as a cluster's thin and fat nodes).
+    None without a stated size, or where the pools' peaks sum to more than it (the
+    partitions share nodes)."""
+    split = major_pools(trace)
+    if split is None or not trace.total_units:
+        return None
+    pools, aliases = split
+    if sum(v for k, v in pools.items() if k not in aliases) > trace.total_units:
+        return None
+    return split
 
 
 def partition_pools(trace: Trace) -> dict[str, int]:

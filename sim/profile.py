@@ -93,7 +93,9 @@ class SiteProfile:
     #: still blocks only the partition of a job that does not fit); empty with pools
     shared_partitions: list[str] = field(default_factory=list)
     #: pools nested in another: the partition's nodes are the first of its parent's (a
-    #: debug partition on some of the batch nodes); it adds no units of its own
+    #: debug partition on some of the batch nodes); it adds no units of its own. As large
+    #: as its parent, it is an alias: the same nodes, whose jobs the parent's availability
+    #: timeline is fitted to with the parent's
     nested: dict[str, str] = field(default_factory=dict)
     #: an OUTAGES entry: stretches of at least this many seconds without a recorded start
     #: while a job that would have fit waited are windows in which nothing may start
@@ -126,9 +128,9 @@ class SiteProfile:
             params += f",bf_max_job_test={self.bf_max_job_test}"
         lines = [f"SchedulerParameters={params}"]
         prio = list(weight_lines(*self.weights)) if self.weights else priority_lines(self.priority)
-        return "\n".join(lines + prio + self._pool_lines(total_units)) + "\n"
+        return "\n".join(lines + prio + self.pool_lines(total_units)) + "\n"
 
-    def _pool_lines(self, total_units: int | None) -> list[str]:
+    def pool_lines(self, total_units: int | None) -> list[str]:
         """``NodeName``/``PartitionName`` lines of the pools: one node per unit (one CPU
         each on a CPU-counted cluster), the largest pool the default partition."""
         cpus = " CPUs=1" if self.unit in ("cpus", "procs") else ""
@@ -190,9 +192,14 @@ class SiteProfile:
             return self._fitted(trace, self.units, total_units or self.units)
         names = partition_names(trace)
         sizes = scale_pools(self.pools, total_units or self.units, self.nested)
-        parents = set(self.nested.values())
-        return {  # a timeline for each pool that no other partition shares
-            name: self._fitted(trace.select(names == name), units, sizes[name])
+        aliases = {k: v for k, v in self.nested.items() if self.pools[k] >= self.pools[v]}
+        parents = {v for k, v in self.nested.items() if k not in aliases}
+        return {  # a timeline for each pool that no other partition shares in part
+            name: self._fitted(
+                trace.select(np.isin(names, [name, *(k for k, v in aliases.items() if v == name)])),
+                units,
+                sizes[name],
+            )
             for name, units in self.pools.items()
             if name not in self.nested and name not in parents
         }
@@ -372,8 +379,9 @@ def scale_pools(
     if total == have:
         return dict(pools)
     out = _scaled(own, total)
-    for k, parent in nested.items():
-        out[k] = min(out[parent], max(1, round(pools[k] * total / have)))
+    for k, parent in nested.items():  # an alias (as large as its parent) stays one
+        small = min(out[parent], max(1, round(pools[k] * total / have)))
+        out[k] = out[parent] if pools[k] >= pools[parent] else small
     return {k: out[k] for k in pools}
 
 

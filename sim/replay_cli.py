@@ -17,7 +17,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Console
@@ -31,6 +33,10 @@ from sim.pools import Pools
 from sim.report import compare, plot, schedule_frame, summarize, write_schedule
 from sim.traces.model import Trace, TraceError
 from sim.traces.read import FORMATS, read_trace
+
+if TYPE_CHECKING:
+    from sim.availability import Availability
+    from sim.profile import SiteProfile
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -103,7 +109,7 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
     (total, cfg, limits, availability, limit steps); notes on standard error say which."""
     from sim.availability import fitted, recorded_usage
     from sim.limit_breaks import limit_steps
-    from sim.log_inference import infer_limits
+    from sim.log_inference import infer_limits, stated_pools
     from sim.profile import load
 
     explicit = args.nodes or args.slurm_conf or args.qos_limits
@@ -151,9 +157,11 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 soft_wrap=True,
             )
     total = max(total or 0, use.peak)
+    split = stated_pools(trace) if cfg == SlurmConfig() and not explicit else None
     console.print(
         f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "
-        f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment",
+        f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment"
+        + (" in each pool" if split else ""),
         soft_wrap=True,
     )
     breaks: list[tuple[float, QosLimits]] = []
@@ -167,27 +175,57 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),
                 soft_wrap=True,
             )
+    avail: Availability | dict[str, Availability] | None
+    avail = fitted(use, total, window=DEFAULT_WINDOW_S)
     if cfg == SlurmConfig():  # no --slurm-conf, no calibration: the order the log shows
-        cfg = _start_order(trace, total, limits, console) or cfg
-    return total, cfg, limits, fitted(use, total, window=DEFAULT_WINDOW_S), breaks
+        lines = _start_order(trace, total, limits, console)
+        if split is not None:
+            pools = _stated_pools(trace, total, split, console)
+            lines += pools.pool_lines(total)
+            avail = pools.availability(trace, total)
+        if lines:
+            cfg = SlurmConfig.from_text("\n".join(lines) + "\n", "the recorded schedule")
+    return total, cfg, limits, avail, breaks
 
 
-def _start_order(
-    trace: Trace, total: int, limits: QosLimits | None, console: Console
-) -> SlurmConfig | None:
+def _stated_pools(
+    trace: Trace, total: int, split: tuple[dict[str, int], dict[str, str]], console: Console
+) -> SiteProfile:
+    """The partitions as node pools (:func:`sim.log_inference.stated_pools`) as a profile's
+    pools, their availability windows as the one pool's."""
+    from sim.fit import starting_profile
+
+    pools, aliases = split
+    own = {k: v for k, v in pools.items() if k not in aliases}
+    console.print(
+        f"[cyan]note:[/cyan] node pools: partitions {', '.join(own)} used at most "
+        f"{' + '.join(str(v) for v in own.values())} {trace.unit} at once, within the "
+        f"{trace.total_units} the log states: each is a pool of its own (its share of "
+        f"{total}), the {len(aliases)} others' jobs run in the one they fit",
+        soft_wrap=True,
+    )
+    return replace(
+        starting_profile(trace, 1.0),
+        units=sum(own.values()),
+        pools=pools,
+        nested=aliases,
+        window_s=DEFAULT_WINDOW_S,
+    )
+
+
+def _start_order(trace: Trace, total: int, limits: QosLimits | None, console: Console) -> list[str]:
     """The priority and backfill depth the recorded start order shows
-    (:func:`sim.start_order.infer_order`), as a config; None when it shows none."""
+    (:func:`sim.start_order.infer_order`), as ``slurm.conf`` lines; none when it shows
+    none."""
     from sim.start_order import infer_order
 
     order = infer_order(trace, total, limits)
     if order is None:
-        return None
+        return []
     console.print(
         f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
     )
-    if not order.bounded:
-        return None
-    return SlurmConfig.from_text("\n".join(order.lines()) + "\n", "the recorded start order")
+    return list(order.lines()) if order.bounded else []
 
 
 def _note_idle_waits(trace: Trace, total: int, avail: object, console: Console) -> None:

@@ -12,6 +12,7 @@ in a read-only folder, or with a damaged cache file, the trace is simply parsed 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -22,8 +23,9 @@ import numpy as np
 from hpcbase.atomic import atomic_write
 from sim.traces.model import Trace, TraceWarning
 
-#: Bump when the parsed form or the readers' rules change.
-CACHE_VERSION = 4
+#: Bump when the parsed form changes. The readers' own code is in the key too
+#: (:func:`reader_digest`): an entry from an older reader is never read back.
+CACHE_VERSION = 5
 #: Smaller files are parsed every time (parsing them takes milliseconds).
 MIN_BYTES = 1 << 20
 ENV_DIR = "HPCSIM_CACHE_DIR"
@@ -61,9 +63,23 @@ def dir_writable(folder: Path) -> bool:
     return folder.is_dir() and bool(st.st_mode & 0o222) and os.access(folder, os.W_OK | os.X_OK)
 
 
+@functools.cache
+def reader_digest() -> str:
+    """SHA-256 of the trace readers' source (this package's modules): a reader that
+    parses differently makes other cache keys (a log cached before SWF's partition field
+    was read came back without its partitions)."""
+    h = hashlib.sha256()
+    for src in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    return h.hexdigest()
+
+
 def cache_key(digest: str, options: dict[str, object]) -> str:
     """The cache key of a file's content hash under the given reader options."""
-    text = json.dumps({"v": CACHE_VERSION, "sha256": digest, **options}, sort_keys=True)
+    text = json.dumps(
+        {"v": CACHE_VERSION, "reader": reader_digest(), "sha256": digest, **options},
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

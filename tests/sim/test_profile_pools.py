@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sim.config import SlurmConfig
@@ -13,9 +14,11 @@ from sim.engine import Simulator
 from sim.fit import fit, starting_profile
 from sim.log_inference import (
     MAX_POOLS,
+    major_pools,
     nested_pools,
     partition_pools,
     pool_candidates,
+    stated_pools,
     tier_candidates,
 )
 from sim.profile import UNNAMED, SiteProfile, load, scale_pools, store
@@ -41,12 +44,14 @@ PartitionName=dev Nodes=c[1-4]
 """
 
 
-def recorded_parted(conf: str, n: int = 400, seed: int = 11, dev: float = 0.0):
+def recorded_parted(conf: str, n: int = 400, seed: int = 11, dev: float = 0.0, whole: bool = False):
     """A loaded workload of 8 users in two partitions (gpu: a quarter of the jobs, larger
     ones; a share ``dev`` of 1-node jobs in a third, dev), its schedule recorded on the
-    cluster ``conf`` describes."""
+    cluster ``conf`` describes (``whole``: submitted at whole seconds, as a SWF log keeps
+    them)."""
     rng = np.random.default_rng(seed)
     submit = np.sort(rng.uniform(0, 6 * 86400, n))
+    submit = submit.round() if whole else submit
     runtime = rng.uniform(600, 6 * 3600, n).round()
     draw = rng.random(n)
     gpu = draw < 0.25
@@ -249,3 +254,71 @@ def test_a_profile_with_bad_tiers_is_refused():
     with pytest.raises(ValueError, match="tiers"):
         SiteProfile.from_json(text)
     assert SiteProfile.from_json(prof.to_json()).tiers == {"cpu": 1, "gpu": 2}
+
+
+def with_minor_partitions(trace):  # type: ignore[no-untyped-def]
+    """``trace`` with 3 of its cpu jobs named ``debug`` and 3 gpu jobs ``viz``: partitions of
+    under 1 % of the jobs whose jobs ran on the larger ones' nodes."""
+    parts = list(trace.partitions)
+    for name, pool in (("debug", "cpu"), ("viz", "gpu")):
+        for i in [i for i, p in enumerate(parts) if p == pool][:3]:
+            parts[i] = name
+    return replace(trace, partitions=parts)
+
+
+def test_small_partitions_run_on_the_large_ones_pools():
+    trace = with_minor_partitions(recorded_parted(SPLIT))
+    split = major_pools(trace)
+    assert split is not None
+    pools, aliases = split
+    assert set(aliases) == {"debug", "viz"} and set(aliases.values()) <= {"cpu", "gpu"}
+    own = {k: v for k, v in pools.items() if k not in aliases}
+    assert own == POOLS  # the recorded peaks, the small partitions' jobs counted in
+    assert all(pools[k] == pools[v] for k, v in aliases.items())
+    # a world the fit tries beside the others (the small partitions keep theirs out)
+    assert (pools, aliases, []) in pool_candidates(trace)
+    # the flag-free world takes them only where the log states a size they fit in
+    assert stated_pools(trace) is None  # headerless
+    assert stated_pools(replace(trace, total_units=32)) == split
+    assert stated_pools(replace(trace, total_units=31)) is None  # they would share nodes
+    assert stated_pools(recorded_parted(SHARED)) is None
+    # a profile of them: an alias has its pool's nodes, and its jobs count in its pool's
+    # availability timeline
+    prof = replace(starting_profile(trace), pools=pools, nested=aliases, units=32, window_s=3600.0)
+    cfg = prof.config(64)
+    for k, v in aliases.items():
+        assert cfg.partitions[k].nodes == cfg.partitions[v].nodes
+    per_pool = prof.availability(trace, 64)
+    assert isinstance(per_pool, dict) and set(per_pool) == {"cpu", "gpu"}
+    sim = prof.simulator(trace, total_units=64)
+    sim.run()
+    assert sim.never_started() == {}
+    assert "debug 24 in cpu" in prof.describe()
+
+
+def test_the_flag_free_replay_runs_disjoint_partitions_as_pools(tmp_path, capsys):
+    """A log whose partitions' peaks fit the size it states replays, with no flags, on a
+    pool per partition: the recording of a split cluster comes back close to recorded,
+    where one pool (the same log without its partitions) makes its jobs wait a tenth."""
+    from sim.fidelity import fidelity
+    from sim.replay_cli import main as replay_main
+    from sim.traces import write_swf
+
+    trace = with_minor_partitions(recorded_parted(SPLIT, whole=True))
+    trace.total_units = 32
+    names = {"cpu": "1", "gpu": "2", "debug": "3", "viz": "4"}
+    got = {}
+    for world, parts in (("pools", [names[p] for p in trace.partitions]), ("one", [])):
+        log, out = tmp_path / f"{world}.swf", tmp_path / f"{world}.csv"
+        write_swf(replace(trace, partitions=parts), log)
+        assert replay_main([str(log), "--no-cache", "--no-progress", "--out", str(out)]) == 0
+        err = capsys.readouterr().err
+        assert ("node pools: partitions 1, 2 used at most 24 + 8" in err) == (world == "pools")
+        sched = pd.read_csv(out)
+        got[world] = fidelity(
+            (sched["start"] - sched["submit"]).to_numpy(),
+            (sched["recorded_start"] - sched["submit"]).to_numpy(),
+        )
+    pools, one = got["pools"], got["one"]
+    assert abs(pools.sim_mean_h / pools.rec_mean_h - 1) < 0.1 and pools.spearman > 0.8, pools
+    assert one.sim_mean_h < 0.2 * one.rec_mean_h and one.spearman < 0.5, one

@@ -152,3 +152,13 @@ def test_a_recorded_priority_comes_back_from_the_cache(tmp_path, monkeypatch, us
     again = read_trace(path, cache=True)
     same(again, first)
     assert again.recorded_priority[0] == 1234 and np.isnan(again.recorded_priority[1])
+
+
+def test_a_changed_reader_makes_another_key(monkeypatch):
+    """An entry an older reader wrote is never read back: the readers' code is in the key."""
+    from sim.traces import cache
+
+    key = cache.cache_key("ab" * 32, {"fmt": "swf"})
+    assert cache.cache_key("ab" * 32, {"fmt": "swf"}) == key
+    monkeypatch.setattr(cache, "reader_digest", lambda: "another reader")
+    assert cache.cache_key("ab" * 32, {"fmt": "swf"}) != key

@@ -188,7 +188,7 @@ def stated_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
     None without a stated size, or where the pools' peaks sum to more than it (the
     partitions share nodes)."""
     split = major_pools(trace)
-    if split is None or not trace.total_units:
+    if split is None or not trace.total_units or not trace.size_stated:
         return None
     pools, aliases = split
     if sum(v for k, v in pools.items() if k not in aliases) > trace.total_units:

@@ -147,7 +147,7 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
             soft_wrap=True,
         )
         above = use.share_above(total)
-        if not size_from and above >= NOT_ONE_MACHINE_SHARE:  # the size the log states
+        if not size_from and trace.size_stated and above >= NOT_ONE_MACHINE_SHARE:
             console.print(
                 "[yellow]warning:[/yellow] the log is not one machine's schedule: its "
                 f"recorded starts and run times hold more than the {total} {trace.unit} it "

@@ -82,6 +82,7 @@ def assemble(
             )
 
     diag.raise_if_strict()
+    size_stated = total_units is not None
     if total_units is None:
         total_units = int(units[keep].max()) if keep.any() else None
     elif total_units <= 0:
@@ -137,6 +138,7 @@ def assemble(
         partitions=[partitions[int(i)] for i in idx] if any(partitions) else [],
         unit=unit,
         total_units=total_units,
+        size_stated=size_stated,
         start_epoch=float(epoch_base) + t0,
         source=diag.path,
         fmt=fmt,

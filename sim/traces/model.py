@@ -86,6 +86,9 @@ class Trace:
     digest: str = ""
     partitions: list[str] = field(default_factory=list)
     recorded_priority: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: whether ``total_units`` is the size the log (or its reader's caller) states; False
+    #: where the reader fell back on the largest job
+    size_stated: bool = True
 
     def __post_init__(self) -> None:
         n = len(self)

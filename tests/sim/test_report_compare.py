@@ -133,6 +133,7 @@ def test_a_log_whose_schedule_outgrows_the_size_it_states_is_named_not_one_machi
     peak, and the replay says that the log is not one machine's schedule."""
     over = tmp_path / "over.swf"
     write_swf(replace(recorded_on(32), total_units=12), over)
+    assert read_trace(str(over)).size_stated
     peak = recorded_usage(read_trace(str(over))).peak
     rc, out, err = run_replay(str(over))
     assert rc == 0, err
@@ -154,6 +155,9 @@ def test_a_headerless_log_replays_on_its_recorded_peak_never_above_100_percent(t
     rc, out, err = run_replay(str(bare))
     assert rc == 0, err
     assert "size raised from" in err and f"on {peak} procs" in out
+    # it states no size (its largest job stands in): no claim that it outgrows one
+    assert not read_trace(str(bare)).size_stated
+    assert "not one machine's schedule" not in err
     assert "KS distance" in out
     util = [ln for ln in out.splitlines() if ln.startswith("│ utilisation")][-1]
     rec_util = float(util.split("│")[3].strip().rstrip("%").strip())

@@ -41,6 +41,8 @@ def same(a, b) -> None:
         "notes",
         "digest",
         "source",
+        "partitions",
+        "size_stated",
     ):
         assert getattr(a, name) == getattr(b, name), name
 
@@ -162,3 +164,12 @@ def test_a_changed_reader_makes_another_key(monkeypatch):
     assert cache.cache_key("ab" * 32, {"fmt": "swf"}) == key
     monkeypatch.setattr(cache, "reader_digest", lambda: "another reader")
     assert cache.cache_key("ab" * 32, {"fmt": "swf"}) != key
+
+
+def test_a_headerless_logs_size_comes_back_as_not_stated(tmp_path, user_cache):
+    path = tmp_path / "bare.swf"
+    path.write_text(swf_text().replace("; MaxProcs: 8\n", ""))
+    first = read_trace(path, cache=True)
+    again = read_trace(path, cache=True)
+    assert not first.size_stated and not again.size_stated
+    same(again, first)

@@ -26,7 +26,14 @@ from sim.fidelity import spearman
 from sim.limit_breaks import WALL_USERS, per_user_max
 from sim.limits import QosLimits
 from sim.priority import submit_priorities
-from sim.profile import PART_NAME, PRIORITY_SETTINGS, UNNAMED, partition_names, priority_lines
+from sim.profile import (
+    PART_NAME,
+    PRIORITY_SETTINGS,
+    UNNAMED,
+    aliases_of,
+    partition_names,
+    priority_lines,
+)
 from sim.traces.model import Trace
 
 #: fewer fit-part jobs with a recorded priority: the priority is chosen by the replays' loss
@@ -175,11 +182,6 @@ def major_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
         for b in major
     }
     return {p: sizes[home.get(p, p)] for p in parts}, home
-
-
-def aliases_of(aliases: dict[str, str], pool: str) -> list[str]:
-    """The partitions that are aliases of ``pool`` (sorted)."""
-    return sorted(k for k, v in aliases.items() if v == pool)
 
 
 def stated_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:

@@ -196,7 +196,7 @@ class SiteProfile:
         parents = {v for k, v in self.nested.items() if k not in aliases}
         return {  # a timeline for each pool that no other partition shares in part
             name: self._fitted(
-                trace.select(np.isin(names, [name, *(k for k, v in aliases.items() if v == name)])),
+                trace.select(np.isin(names, [name, *aliases_of(aliases, name)])),
                 units,
                 sizes[name],
             )
@@ -365,6 +365,11 @@ class SiteProfile:
         ):
             raise ValueError("tiers: partition names to PriorityTier values (0-65533) expected")
         return cls(**d, path=path)
+
+
+def aliases_of(aliases: dict[str, str], pool: str) -> list[str]:
+    """The partitions that are aliases of ``pool`` (sorted): the same nodes."""
+    return sorted(k for k, v in aliases.items() if v == pool)
 
 
 def scale_pools(

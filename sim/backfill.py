@@ -42,7 +42,7 @@ class Backfill(EngineState):
         if self._whole:
             return math.floor(start) + limit - 0.5
         t, res = start + limit, self.cfg.bf_resolution
-        if res <= 1 or math.isinf(t):  # round_end, inlined (hot: every start and end)
+        if res <= 1 or math.isinf(t):  # rounded up to bf_resolution (hot: every start and end)
             return t
         return math.ceil(t / res) * res
 
@@ -144,10 +144,3 @@ class Backfill(EngineState):
         assert isinstance(plan, list)
         if plan:
             self._start_picked(plan, backfill=True)
-
-
-def round_end(t: float, res: float) -> float:
-    """A running job's expected end in the backfill map: rounded up to ``bf_resolution``."""
-    if math.isinf(t) or res <= 1:
-        return t
-    return math.ceil(t / res) * res

@@ -9,8 +9,9 @@ import math
 from bisect import bisect_left
 from typing import Any
 
-from sim.backfill import WILL_RUN_WINDOW, round_end
+from sim.backfill import WILL_RUN_WINDOW
 from sim.pools import Alloc
+from tests.sim.backfill_model import round_end
 
 
 class SegmentMap:

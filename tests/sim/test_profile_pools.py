@@ -294,6 +294,8 @@ def test_small_partitions_run_on_the_large_ones_pools():
     sim.run()
     assert sim.never_started() == {}
     assert "debug 24 in cpu" in prof.describe()
+    again = SiteProfile.from_json(prof.to_json())  # stored and loaded as they are
+    assert again.pools == pools and again.nested == aliases
 
 
 def test_the_flag_free_replay_runs_disjoint_partitions_as_pools(tmp_path, capsys):

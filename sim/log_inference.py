@@ -152,19 +152,24 @@ def pool_candidates(trace: Trace) -> list[object]:
     return out
 
 
-def major_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
+def major_pools(
+    trace: Trace, within: int | None = None
+) -> tuple[dict[str, int], dict[str, str]] | None:
     """Pools of the partitions that hold ``MIN_PARTITION_SHARE`` of the log's jobs or more,
     the others' jobs run on one of them: (pools, aliases). A smaller partition is an alias
     of (has the same nodes as) the largest pool whose recorded peak holds the two together,
     else of the largest pool; each pool is the recorded peak of its jobs and its aliases'.
     ``pools`` names every partition (an alias with its pool's units), as a profile's pools
-    and ``nested`` do. None where fewer than two partitions hold that share."""
+    and ``nested`` do. None where fewer than two partitions hold that share, or where their
+    own peaks pass ``within`` units together (before the others are placed)."""
     parts = log_partitions(trace)
     names = partition_names(trace)
     major = [p for p in parts if (names == p).sum() >= MIN_PARTITION_SHARE * len(trace)]
     if len(major) < 2:
         return None
     own = {p: recorded_usage(trace.select(names == p)).peak for p in major}
+    if within is not None and sum(own.values()) > within:
+        return None
     by_size = sorted(major, key=lambda p: (-own[p], p))
     home: dict[str, str] = {}
     for p in parts:
@@ -189,8 +194,10 @@ def stated_pools(trace: Trace) -> tuple[dict[str, int], dict[str, str]] | None:
     pools (disjoint machines under one header, such as a cluster's thin and fat nodes).
     None without a stated size, or where the pools' peaks sum to more than it (the
     partitions share nodes)."""
-    split = major_pools(trace)
-    if split is None or not trace.total_units or not trace.size_stated:
+    if not trace.total_units or not trace.size_stated:
+        return None
+    split = major_pools(trace, within=trace.total_units)
+    if split is None:
         return None
     pools, aliases = split
     if sum(v for k, v in pools.items() if k not in aliases) > trace.total_units:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from sim.availability import Availability, recorded_usage
+from sim.availability import Availability, Usage, fitted, recorded_usage
 from sim.traces.model import Trace
 
 #: the time step (seconds) of the idle timeline: a bin's idle units are the fewest in it
@@ -88,3 +88,22 @@ def waited_beside_idle(
         best = _query(_sparse(fewest, np.maximum), np.maximum, lo[ok], hi[ok] - lo[ok])
         out[cand[jobs[ok]]] = best >= trace.units[cand[jobs[ok]]]
     return out
+
+
+def narrowed_beside_idle(
+    trace: Trace, units: int, *, window: float, narrow: float, use: Usage | None = None
+) -> Availability:
+    """The most ``units`` the recorded schedule used within ``window`` seconds around each
+    moment (:func:`sim.availability.fitted`), narrowed to ``narrow`` seconds during the
+    recorded waits of the jobs that, at some moment of their wait, would have fit for their
+    whole time limit in the units that timeline left idle (:func:`waited_beside_idle`): the
+    record shows that the scheduler did not have those units then. A schedule recorded on a
+    machine whose nodes were all up leaves few such jobs, and keeps the window."""
+    use = recorded_usage(trace) if use is None else use
+    wide = fitted(use, units, window=window)
+    beside = waited_beside_idle(trace, units, wide)
+    if not beside.any():
+        return wide
+    return fitted(
+        use, units, window=window, waiting_trace=trace.select(beside), waiting_window=narrow
+    )

@@ -29,6 +29,7 @@ from sim.availability import (
 )
 from sim.calibration import find_stored, store_beside
 from sim.config import SlurmConfig
+from sim.idle_waits import narrowed_beside_idle
 from sim.limit_breaks import limit_steps
 from sim.limits import QosLimits
 from sim.traces.model import Trace
@@ -97,6 +98,9 @@ class SiteProfile:
     #: as its parent, it is an alias: the same nodes, whose jobs the parent's availability
     #: timeline is fitted to with the parent's
     nested: dict[str, str] = field(default_factory=dict)
+    #: while a recorded job waited that would have fit in units the window left idle, the
+    #: window narrows to this many seconds (:func:`sim.idle_waits.narrowed_beside_idle`)
+    narrow_s: float | None = None
     #: an OUTAGES entry: stretches of at least this many seconds without a recorded start
     #: while a job that would have fit waited are windows in which nothing may start
     outage_s: float | None = None
@@ -211,6 +215,10 @@ class SiteProfile:
         avail: Availability | None
         if self.window_s is None:
             avail = None
+        elif self.clamp is None and self.narrow_s is not None:
+            avail = narrowed_beside_idle(
+                trace, units, window=self.window_s, narrow=self.narrow_s, use=use
+            )
         elif self.clamp is None:
             avail = fitted(use, units, window=self.window_s)
         else:
@@ -259,6 +267,8 @@ class SiteProfile:
             win += (
                 f", while jobs waited {self.clamp[0] / 3600:g} h window + {100 * self.clamp[1]:g} %"
             )
+        if self.window_s is not None and self.clamp is None and self.narrow_s is not None:
+            win += f", {self.narrow_s / 3600:g} h while a job waited beside idle units"
         if self.outage_s is not None:
             win += f", outages after {self.outage_s / 3600:g} h without a start"
         prio = self.priority

@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: without a profile, the availability window around each moment (sim/availability.py)
 DEFAULT_WINDOW_S = 6 * 3600.0
+#: ... narrowed to this while a recorded job waited beside units the window left idle
+#: (sim.idle_waits.narrowed_beside_idle)
+DEFAULT_NARROW_S = 3600.0
 #: a log whose recorded schedule holds more than the size it states for at least this share
 #: of its span is not one machine's schedule (its runs overlap more than its nodes allow):
 #: the replay says so, beside raising the size to the recorded peak
@@ -107,7 +110,8 @@ NOT_ONE_MACHINE_SHARE = 0.01
 def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
     """The stored site profile's world, or the recorded schedule's bounds on the given one:
     (total, cfg, limits, availability, limit steps); notes on standard error say which."""
-    from sim.availability import fitted, recorded_usage
+    from sim.availability import recorded_usage
+    from sim.idle_waits import narrowed_beside_idle
     from sim.limit_breaks import limit_steps
     from sim.log_inference import infer_limits, stated_pools
     from sim.profile import load
@@ -161,7 +165,9 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
     console.print(
         f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "
         f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment"
-        + (" in each pool" if split else ""),
+        + (" in each pool" if split else "")
+        + f", within {DEFAULT_NARROW_S / 3600:g} h while a recorded job waited that would "
+        "have fit in what that left idle",
         soft_wrap=True,
     )
     breaks: list[tuple[float, QosLimits]] = []
@@ -176,7 +182,9 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 soft_wrap=True,
             )
     avail: Availability | dict[str, Availability] | None
-    avail = fitted(use, total, window=DEFAULT_WINDOW_S)
+    avail = narrowed_beside_idle(
+        trace, total, window=DEFAULT_WINDOW_S, narrow=DEFAULT_NARROW_S, use=use
+    )
     if cfg == SlurmConfig():  # no --slurm-conf, no calibration: the order the log shows
         lines = _start_order(trace, total, limits, console)
         if split is not None:
@@ -210,6 +218,7 @@ def _stated_pools(
         pools=pools,
         nested=aliases,
         window_s=DEFAULT_WINDOW_S,
+        narrow_s=DEFAULT_NARROW_S,
     )
 
 

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.availability import Availability, recorded_usage
-from sim.idle_waits import _GROWTH, BIN_S, waited_beside_idle
+from sim.availability import Availability, fitted, recorded_usage
+from sim.idle_waits import _GROWTH, BIN_S, narrowed_beside_idle, waited_beside_idle
 from sim.replay_cli import main as replay
 from sim.traces import read_trace, write_swf
 from tests.sim.recorded import recorded_on
@@ -82,6 +82,29 @@ def test_the_jobs_found_are_the_reference_models(rows, slack, timeline):
 def test_a_log_the_simulator_recorded_has_none():
     trace = recorded_on(24)
     assert not waited_beside_idle(trace, 24).any()
+    wide = fitted(recorded_usage(trace), 24, window=6 * 3600.0)
+    assert narrowed_beside_idle(trace, 24, window=6 * 3600.0, narrow=3600.0) == wide
+
+
+def test_the_window_narrows_while_a_job_waits_beside_idle_units():
+    """Two of ten nodes drained at 2 h, unlogged: a 2-node job submitted at 2.5 h waits
+    until 6 h beside the two the 6-h window still counts; there the window narrows to 1 h
+    (8 nodes), and outside that wait it stays 6 h."""
+    h = 3600.0
+    trace = make_trace([(0, 12 * h, 12 * h, 8), (0, 2 * h, 2 * h, 2), (2.5 * h, h, h, 2)])
+    trace = replace(trace, recorded_start=np.array([0, 0, 6 * h]))
+    assert waited_beside_idle(
+        trace, 10, fitted(recorded_usage(trace), 10, window=6 * h)
+    ).tolist() == [
+        False,
+        False,
+        True,
+    ]
+    wide = fitted(recorded_usage(trace), 10, window=6 * h)
+    narrow = narrowed_beside_idle(trace, 10, window=6 * h, narrow=h)
+    assert wide.at(4 * h, 10) == 10 and narrow.at(4 * h, 10) == 8
+    assert narrow.at(h, 10) == wide.at(h, 10) == 10  # before the wait
+    assert narrow.at(11 * h, 10) == wide.at(11 * h, 10)  # after it
 
 
 def held_log(tmp_path):

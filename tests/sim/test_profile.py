@@ -371,3 +371,15 @@ def test_a_runaway_setting_is_stopped_and_scored_the_worst(monkeypatch):
     monkeypatch.setattr(sim.fit, "RUNAWAY_FACTOR", 0.01)
     lost, figures = setting_loss(trace, prof, mask, rec, 1)
     assert lost == math.inf and "jobs pending at t=" in figures["runaway"]
+
+
+def test_the_narrowed_window_is_stored_and_an_older_profile_loads_without_it():
+    from dataclasses import replace
+
+    old = json.loads(load_shipped().to_json())
+    old.pop("narrow_s")
+    assert SiteProfile.from_json(json.dumps(old)).narrow_s is None
+    prof = replace(load_shipped(), window_s=6 * 3600.0, clamp=None, narrow_s=3600.0)
+    back = SiteProfile.from_json(prof.to_json())
+    assert back.narrow_s == 3600.0
+    assert "1 h while a job waited beside idle units" in back.describe()

@@ -380,7 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         speed = f"{elapsed:.2f} s ({len(trace) / max(elapsed, 1e-9):,.0f} jobs/s)"
         table = _report_table(title, s, comparison, speed)
         out.print(table)
-        if comparison is not None and (text := comparison.warning()) is not None:
+        if comparison is None:
+            console.print(
+                "[cyan]note:[/cyan] no fidelity figures: the log records no job's start (its "
+                "waits are unknown), so there is no recorded schedule to compare with",
+                soft_wrap=True,
+            )
+        elif (text := comparison.warning()) is not None:
             console.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
             _note_idle_waits(trace, sim.total_units, avail, console)
         try:

@@ -178,3 +178,4 @@ def test_a_log_without_recorded_starts_replays_as_before(tmp_path):
     # as before issue 23: no header, so the largest job's size, and no comparison
     largest = int(read_trace(str(plain)).units.max())
     assert f"on {largest} procs" in out and "recorded" not in out and "availability" not in err
+    assert "no fidelity figures: the log records no job's start" in err

@@ -95,6 +95,9 @@ _CHECKED = {
     REQ_PROCS: "requested processors",
     REQ_TIME: "requested time",
 }
+#: user and group ids only name a user (the reader codes them densely): any integer a
+#: double holds exactly will do (some converted logs carry 14-digit hashes)
+_BOUND = {USER: 2**53, GROUP: 2**53}
 _INTEGRAL = {
     ALLOC: "processors",
     REQ_PROCS: "requested processors",
@@ -298,7 +301,7 @@ def _validate(
     flag(table[:, SUBMIT] < 0, lambda i: "unknown submit time (-1)")
     for col, what in _INTEGRAL.items():
         flag(
-            np.abs(table[:, col]) >= 2**31,
+            np.abs(table[:, col]) >= _BOUND.get(col, 2**31),
             lambda i, col=col, what=what: f"{what} {table[i, col]:g} out of range",
         )
     for i in sorted(reasons):

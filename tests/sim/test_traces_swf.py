@@ -102,12 +102,16 @@ def test_fast_and_line_by_line_paths_agree(tmp_path):
 
 
 def test_total_units_and_jobs_larger_than_the_machine(tmp_path):
-    text = HEADER + row(1, 0, 0, 10, 100, 100, 60) + row(2, 5, 0, 10, 200, 200, 60)
+    """A job larger than the stated size never starts, unless the log records it
+    starting: then it ran, and the recorded schedule bounds the machine."""
+    text = HEADER + row(1, 0, 0, 10, 100, 100, 60) + row(2, 5, -1, 10, 200, 200, 60)
+    text += row(3, 9, 4, 10, 200, 200, 60)
     trace = read_trace(write(tmp_path, text))
-    assert trace.job_id.tolist() == [1]
+    assert trace.job_id.tolist() == [1, 3]
     assert "larger than the machine (128 procs)" in trace.warnings[0].reason
+    assert trace.warnings[0].count == 1
     trace = read_trace(write(tmp_path, text), total_units=256, unit="nodes")
-    assert trace.job_id.tolist() == [1, 2] and trace.unit == "nodes"
+    assert trace.job_id.tolist() == [1, 2, 3] and trace.unit == "nodes"
 
 
 def test_write_read_round_trip_gzip(tmp_path):

@@ -157,3 +157,17 @@ def test_real_log_rewritten_without_header_with_absolute_times_and_node_lists(tm
     rewritten = read_trace(write(tmp_path, "\n".join(out) + "\n"), total_units=240)
     same_jobs(rewritten, original)
     assert any("absolute Unix seconds" in n for n in rewritten.notes)
+
+
+def test_hashed_user_ids_are_read_and_coded_a_processor_count_that_large_is_not(tmp_path):
+    """A converted log whose users are 14-digit hashes reads (ids are only names); a
+    processor count of that size is still refused by line and field."""
+    big, other = 92605928607567, 29946708553445
+    text = row(1, 0, user=big) + row(2, 10, user=other) + row(3, 20, user=big)
+    text += row(4, 30, procs=3_000_000_000)
+    trace = read_trace(write(tmp_path, text))
+    assert trace.job_id.tolist() == [1, 2, 3]
+    assert trace.user[0] == trace.user[2] != trace.user[1]
+    assert sorted(trace.user_names) == sorted([str(big), str(other)])
+    got = {w.line: w.reason for w in trace.warnings}
+    assert "processors 3e+09 out of range" in got[4]

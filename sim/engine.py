@@ -63,6 +63,14 @@ __all__ = [
 ]
 
 
+#: how far (simulated seconds) a run with ``max_pending`` goes between looks at its queue
+RUNAWAY_CHECK_S = 6 * 3600.0
+
+
+class RunawayReplay(RuntimeError):
+    """A run whose pending queue outgrew its bound (``Simulator.run(max_pending=...)``)."""
+
+
 class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy, ControllerLoops):
     """Replays a trace (and injected jobs) through Slurm's scheduling rules.
 
@@ -343,22 +351,31 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         self._loop(until)
         st.now = until
 
-    def run(self, *, progress: bool = False, until: float = math.inf) -> None:
-        """Run until no event remains (or ``until``)."""
+    def run(
+        self, *, progress: bool = False, until: float = math.inf, max_pending: int | None = None
+    ) -> None:
+        """Run until no event remains (or ``until``). With ``max_pending``, raise
+        :class:`RunawayReplay` as soon as more jobs than that are pending (looked at every
+        ``RUNAWAY_CHECK_S`` of simulated time; the schedule is the same as one run's)."""
         st = self.state
-        if not progress:
+        if not progress and max_pending is None:
             self._loop(until)
             return
         from tqdm import tqdm
 
         n = self._arrays.n
-        with tqdm(total=n, unit="job", desc="replay", mininterval=0.5) as bar:
+        with tqdm(total=n, unit="job", desc="replay", mininterval=0.5, disable=not progress) as bar:
             done = 0
             while self.next_event_time() <= until and self.next_event_time() < math.inf:
-                target = min(until, self.next_event_time() + 6 * 3600.0)
+                target = min(until, self.next_event_time() + RUNAWAY_CHECK_S)
                 self._loop(target)
                 bar.update(st.cursor - done)
                 done = st.cursor
+                if max_pending is not None and self.pending_count > max_pending:
+                    raise RunawayReplay(
+                        f"{self.pending_count} jobs pending at t={self.now / 86400:.1f} days "
+                        f"(bound {max_pending})"
+                    )
 
     def queue_snapshot(self) -> QueueSnapshot:
         """Pending and running jobs now, as ``squeue`` shows them (in the order they joined

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from sim.engine import RunawayReplay
 from sim.fidelity import Fidelity, fidelity
 from sim.log_inference import (
     cluster_size,
@@ -125,12 +126,6 @@ def replay_waits(
 #: never catches up); the fit stops it and scores it as the worst, rather than replaying a
 #: queue that only grows (each pass costs its length) to the end of a long log
 RUNAWAY_FACTOR = 10
-#: how far (simulated seconds) a guarded replay runs between looks at its queue
-RUNAWAY_CHECK_S = 6 * 3600.0
-
-
-class RunawayReplay(RuntimeError):
-    """A replay whose pending queue outgrew its bound (:data:`RUNAWAY_FACTOR`)."""
 
 
 def recorded_max_pending(trace: Trace) -> int:
@@ -142,22 +137,18 @@ def recorded_max_pending(trace: Trace) -> int:
     return int(np.cumsum(d[order]).max(initial=0))
 
 
+def runaway_bound(trace: Trace) -> int:
+    """The most jobs a replay of ``trace`` may hold pending before it has run away:
+    :data:`RUNAWAY_FACTOR` times the recorded schedule's most (at least 100)."""
+    return int(RUNAWAY_FACTOR * max(recorded_max_pending(trace), 100))
+
+
 def simulated_waits(sim: Any, jobs: int, max_pending: int | None = None) -> np.ndarray:
     """Run ``sim`` (a simulator of a trace of ``jobs`` jobs) to its end; each trace job's
     wait (s), NaN for one that never started. With ``max_pending``, raise
-    :class:`RunawayReplay` as soon as more jobs than that are pending (looked at every
-    ``RUNAWAY_CHECK_S`` of simulated time; the schedule is the same as one run's)."""
+    :class:`RunawayReplay` as soon as more jobs than that are pending (``Simulator.run``)."""
     with gc_paused():
-        if max_pending is None:
-            sim.run()
-        else:
-            while (t := sim.next_event_time()) < math.inf:
-                sim.run(until=t + RUNAWAY_CHECK_S)
-                if sim.pending_count > max_pending:
-                    raise RunawayReplay(
-                        f"{sim.pending_count} jobs pending at t={sim.now / 86400:.1f} days "
-                        f"(bound {max_pending})"
-                    )
+        sim.run(max_pending=max_pending)
     wait = np.full(jobs, np.nan)
     for r in sim.records:
         if r.trace_index >= 0 and r.start == r.start:
@@ -392,7 +383,7 @@ def setting_loss(
     """The fit's loss of setting ``p`` over the jobs in ``mask`` (``rec``: recorded waits),
     the mean over ``jitters`` replays (one without jitter when 1), and the first replay's
     figures."""
-    bound = int(RUNAWAY_FACTOR * max(recorded_max_pending(trace), 100))
+    bound = runaway_bound(trace)
     try:
         runs = [
             fidelity(

@@ -91,16 +91,19 @@ def waited_beside_idle(
 
 
 def narrowed_beside_idle(
-    trace: Trace, units: int, *, window: float, narrow: float, use: Usage | None = None
+    trace: Trace, units: int, *, window: float, narrow: float | None, use: Usage | None = None
 ) -> Availability:
     """The most ``units`` the recorded schedule used within ``window`` seconds around each
     moment (:func:`sim.availability.fitted`), narrowed to ``narrow`` seconds during the
     recorded waits of the jobs that, at some moment of their wait, would have fit for their
     whole time limit in the units that timeline left idle (:func:`waited_beside_idle`): the
     record shows that the scheduler did not have those units then. A schedule recorded on a
-    machine whose nodes were all up leaves few such jobs, and keeps the window."""
+    machine whose nodes were all up leaves few such jobs, and keeps the window. ``narrow``
+    None: the window alone."""
     use = recorded_usage(trace) if use is None else use
     wide = fitted(use, units, window=window)
+    if narrow is None:
+        return wide
     beside = waited_beside_idle(trace, units, wide)
     if not beside.any():
         return wide

@@ -14,6 +14,7 @@ recorded schedule always fits. The report sets the simulated waits beside the re
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -101,15 +102,26 @@ DEFAULT_WINDOW_S = 6 * 3600.0
 #: ... narrowed to this while a recorded job waited beside units the window left idle
 #: (sim.idle_waits.narrowed_beside_idle)
 DEFAULT_NARROW_S = 3600.0
+#: where the replay's queue outgrows the recorded one (sim.fit.runaway_bound), its capacity
+#: is too small: the availability relaxes step by step, (window, narrowed window or None);
+#: the last step always runs to the end
+RELAX_STEPS: tuple[tuple[float, float | None], ...] = (
+    (DEFAULT_WINDOW_S, DEFAULT_NARROW_S),
+    (DEFAULT_WINDOW_S, None),
+    (86400.0, None),
+    (3 * 86400.0, None),
+    (30 * 86400.0, None),
+)
 #: a log whose recorded schedule holds more than the size it states for at least this share
 #: of its span is not one machine's schedule (its runs overlap more than its nodes allow):
 #: the replay says so, beside raising the size to the recorded peak
 NOT_ONE_MACHINE_SHARE = 0.01
 
 
-def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore[no-untyped-def]
-    """The stored site profile's world, or the recorded schedule's bounds on the given one:
-    (total, cfg, limits, availability, limit steps); notes on standard error say which."""
+def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # type: ignore[no-untyped-def]
+    """The stored site profile's world, or the recorded schedule's bounds on the given one
+    (its availability as ``RELAX_STEPS[relax]``): (total, cfg, limits, availability, limit
+    steps, whether the availability was fitted here); notes on standard error say which."""
     from sim.availability import recorded_usage
     from sim.idle_waits import narrowed_beside_idle
     from sim.limit_breaks import limit_steps
@@ -129,12 +141,12 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 f"the limits ({qos.to_text() if qos else ''}): {lim.to_text()} from then on",
                 soft_wrap=True,
             )
-        return prof.units, prof.config(), qos, prof.availability(trace), steps
+        return prof.units, prof.config(), qos, prof.availability(trace), steps, False
     if size_from:
         console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
     use = recorded_usage(trace)
     if not use.peak or Pools.active(cfg):
-        return total, cfg, limits, None, []
+        return total, cfg, limits, None, [], False
     why = "--no-profile" if args.no_profile else "none stored; make one with `hpcsim fit TRACE`"
     why = "options given" if explicit else why
     console.print(f"[cyan]note:[/cyan] no site profile ({why})", soft_wrap=True)
@@ -162,12 +174,17 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
             )
     total = max(total or 0, use.peak)
     split = stated_pools(trace) if cfg == SlurmConfig() and not explicit else None
+    window, narrow = RELAX_STEPS[relax]
     console.print(
         f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "
-        f"within {DEFAULT_WINDOW_S / 3600:g} h around each moment"
+        f"within {window / 3600:g} h around each moment"
         + (" in each pool" if split else "")
-        + f", within {DEFAULT_NARROW_S / 3600:g} h while a recorded job waited that would "
-        "have fit in what that left idle",
+        + (
+            f", within {narrow / 3600:g} h while a recorded job waited that would have fit "
+            "in what that left idle"
+            if narrow is not None
+            else ""
+        ),
         soft_wrap=True,
     )
     breaks: list[tuple[float, QosLimits]] = []
@@ -182,22 +199,25 @@ def _world(args, trace, cfg, total, limits, console, size_from):  # type: ignore
                 soft_wrap=True,
             )
     avail: Availability | dict[str, Availability] | None
-    avail = narrowed_beside_idle(
-        trace, total, window=DEFAULT_WINDOW_S, narrow=DEFAULT_NARROW_S, use=use
-    )
+    avail = narrowed_beside_idle(trace, total, window=window, narrow=narrow, use=use)
     if cfg == SlurmConfig():  # no --slurm-conf, no calibration: the order the log shows
         lines = _start_order(trace, total, limits, console)
         if split is not None:
-            pools = _stated_pools(trace, total, split, console)
+            pools = _stated_pools(trace, total, split, console, window, narrow)
             lines += pools.pool_lines(total)
             avail = pools.availability(trace, total)
         if lines:
             cfg = SlurmConfig.from_text("\n".join(lines) + "\n", "the recorded schedule")
-    return total, cfg, limits, avail, breaks
+    return total, cfg, limits, avail, breaks, True
 
 
 def _stated_pools(
-    trace: Trace, total: int, split: tuple[dict[str, int], dict[str, str]], console: Console
+    trace: Trace,
+    total: int,
+    split: tuple[dict[str, int], dict[str, str]],
+    console: Console,
+    window: float,
+    narrow: float | None,
 ) -> SiteProfile:
     """The partitions as node pools (:func:`sim.log_inference.stated_pools`) as a profile's
     pools, their availability windows as the one pool's."""
@@ -217,8 +237,8 @@ def _stated_pools(
         units=sum(own.values()),
         pools=pools,
         nested=aliases,
-        window_s=DEFAULT_WINDOW_S,
-        narrow_s=DEFAULT_NARROW_S,
+        window_s=window,
+        narrow_s=narrow,
     )
 
 
@@ -235,6 +255,43 @@ def _start_order(trace: Trace, total: int, limits: QosLimits | None, console: Co
         f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
     )
     return list(order.lines()) if order.bounded else []
+
+
+def _replay(args, trace, cfg, total, limits, console, size_from, timer):  # type: ignore[no-untyped-def]
+    """Simulate the trace in its world (:func:`_world`); where that world's availability
+    was fitted here and the replay's queue outgrows the recorded one
+    (:func:`sim.fit.runaway_bound`), again with it relaxed (``RELAX_STEPS``), saying so.
+    The finished simulator and its availability."""
+    from sim.engine import RunawayReplay, Simulator
+    from sim.fit import recorded_max_pending, runaway_bound
+
+    quiet = Console(file=io.StringIO())
+    for k in range(len(RELAX_STEPS)):
+        world = _world(args, trace, cfg, total, limits, console if k == 0 else quiet, size_from, k)
+        n_units, n_cfg, n_limits, avail, steps, relaxable = world
+        sim = Simulator(
+            trace,
+            n_cfg,
+            total_units=n_units,
+            limits=n_limits,
+            availability=avail,
+            limit_steps=steps,
+        )
+        guard = runaway_bound(trace) if relaxable and k + 1 < len(RELAX_STEPS) else None
+        try:
+            with timer.phase("simulate"), gc_paused():
+                sim.run(progress=not args.no_progress and sys.stderr.isatty(), max_pending=guard)
+            return sim, avail
+        except RunawayReplay as e:
+            window, _ = RELAX_STEPS[k + 1]
+            console.print(
+                f"[cyan]note:[/cyan] the replay ran away ({e}; the recorded schedule never "
+                f"had more than {recorded_max_pending(trace)} pending): the availability "
+                f"is too small, so replayed again with the most {trace.unit} used within "
+                f"{window / 3600:g} h around each moment, not narrowed",
+                soft_wrap=True,
+            )
+    raise AssertionError("the last relaxation runs unguarded")
 
 
 def _note_idle_waits(trace: Trace, total: int, avail: object, console: Console) -> None:
@@ -352,17 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
         )
     total, cfg, size_from = _cluster_size(args, trace, cfg, total, embedded)
-    from sim.engine import Simulator
-
     try:
-        total, cfg, limits, avail, steps = _world(
-            args, trace, cfg, total, limits, console, size_from
-        )
-        sim = Simulator(
-            trace, cfg, total_units=total, limits=limits, availability=avail, limit_steps=steps
-        )
-        with timer.phase("simulate"), gc_paused():
-            sim.run(progress=not args.no_progress and sys.stderr.isatty())
+        sim, avail = _replay(args, trace, cfg, total, limits, console, size_from, timer)
     except ConfigError as e:
         console.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2

@@ -179,3 +179,24 @@ def test_a_log_without_recorded_starts_replays_as_before(tmp_path):
     largest = int(read_trace(str(plain)).units.max())
     assert f"on {largest} procs" in out and "recorded" not in out and "availability" not in err
     assert "no fidelity figures: the log records no job's start" in err
+
+
+def test_a_replay_that_runs_away_is_replayed_with_its_availability_relaxed(tmp_path, monkeypatch):
+    """Where the replay's queue outgrows its bound (here made zero, so that every guarded
+    step runs away), the availability relaxes step by step, each step said, and the last
+    runs to the end; a log replayed within its bound is replayed once."""
+    import sim.fit
+    from sim.replay_cli import RELAX_STEPS
+
+    trace = write_recorded(tmp_path / "rec.swf", units=24)
+    rc, out, err = run_replay(str(trace))
+    assert rc == 0, err
+    assert "ran away" not in err
+    monkeypatch.setattr(sim.fit, "RUNAWAY_FACTOR", 0.0)
+    rc, out, err = run_replay(str(trace))
+    assert rc == 0, err
+    text = " ".join(err.split())
+    assert text.count("the replay ran away") == len(RELAX_STEPS) - 1
+    assert "(bound 0)" in text and "not narrowed" in text
+    assert f"within {RELAX_STEPS[-1][0] / 3600:g} h around each moment, not narrowed" in text
+    assert "KS distance" in out

@@ -29,10 +29,12 @@ for f in sorted(Path(sys.argv[1]).glob("*.txt")):
         f"mean {ms:.2f} / {mr:.2f} h (x{r:.2f}, {'met' if ok else 'missed'}), median {ds:.2f} / "
         f"{dr:.2f} h, p90 {ps:.2f} / {pr:.2f} h, KS {ks:.3f}, Spearman {sp:.3f}"
     )
-hits = {"NEW": 0, "OLD": 0}
+rules = sorted({r for by in rows.values() for r in by}, key=lambda r: (r != "NEW", r))
+hits = dict.fromkeys(rules, 0)
 for log, by in rows.items():
     print(log)
-    for rule in ("NEW", "OLD"):
+    for rule in rules:
         print(f"  {rule}: {by.get(rule)}")
         hits[rule] += "met)" in str(by.get(rule))
-print(f"RESULT unseen_real logs={len(rows)} within_1.5x_new={hits['NEW']} within_1.5x_old={hits['OLD']}")
+print(f"RESULT unseen_real logs={len(rows)} "
+      + " ".join(f"within_1.5x_{r.lower()}={hits[r]}" for r in rules))

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 rows = {}
-for f in sorted(Path(sys.argv[1]).glob("*.txt")):
+for f in sorted(Path(sys.argv[1]).glob("*.*.txt")):
     if f.name == "times.txt":
         continue
     log, rule = f.stem.rsplit(".", 1)

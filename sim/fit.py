@@ -68,6 +68,9 @@ CLAMPS: tuple[tuple[float, float] | None, ...] = (
 #: outages: None, or the shortest stretch without a recorded start, while a job that would
 #: have fit waited, taken as a window in which nothing could start (availability.outage_windows)
 OUTAGES: tuple[float | None, ...] = (None, 2 * 3600.0, 6 * 3600.0)
+#: the window narrowed to this while a recorded job waited beside units it left idle
+#: (sim.idle_waits.narrowed_beside_idle; a clamp, where chosen, comes first); None: not
+NARROWS: tuple[float | None, ...] = (None, 3600.0)
 
 
 class ProfileError(ValueError):
@@ -331,6 +334,7 @@ def _search(
         ("limits", list(limit_options)),
         ("window_s", list(WINDOWS)),
         ("clamp", list(CLAMPS)),
+        ("narrow_s", list(NARROWS)),
         ("outage_s", list(OUTAGES)),
         ("priority", list(PRIORITY_SETTINGS)),
         ("batch_sched_delay", list(DELAYS)),
@@ -451,7 +455,16 @@ class _Scores:
         pools = (tuple(p.pools.items()), tuple(p.nested.items()), tuple(p.shared_partitions))
         key: tuple[object, ...] = (p.priority, tuple(p.weights), p.batch_sched_delay)
         tiers = tuple(sorted(p.tiers.items()))
-        return key + (p.bf_max_job_test, p.window_s, p.clamp, p.limits, p.outage_s, pools, tiers)
+        return key + (
+            p.bf_max_job_test,
+            p.window_s,
+            p.clamp,
+            p.narrow_s,
+            p.limits,
+            p.outage_s,
+            pools,
+            tiers,
+        )
 
     def prefetch(self, cands: list[SiteProfile]) -> None:
         """Score the candidates not scored yet, in parallel (with workers)."""

@@ -383,3 +383,15 @@ def test_the_narrowed_window_is_stored_and_an_older_profile_loads_without_it():
     back = SiteProfile.from_json(prof.to_json())
     assert back.narrow_s == 3600.0
     assert "1 h while a job waited beside idle units" in back.describe()
+
+
+def test_the_fit_searches_the_narrowed_window_as_a_setting_of_its_own():
+    """The fit's axis for the window narrowed beside idle units, and its score cache keeps
+    the two worlds apart (one key for both would score the narrowed one as the other)."""
+    from dataclasses import replace
+
+    from sim.fit import NARROWS, _Scores
+
+    prof = replace(load_shipped(), clamp=None, narrow_s=None)
+    keys = {_Scores.key(replace(prof, narrow_s=n)) for n in NARROWS}
+    assert None in NARROWS and len(keys) == len(NARROWS)

@@ -255,7 +255,9 @@ def _recorded_factors(
     users = trace.user.astype(np.int64)
     n_users = int(users.max()) + 1 if n_users is None and n else max(n_users or 1, 1)
     size = max(int(users.max()) + 1 if n else 1, 1)
-    ran = np.flatnonzero(np.isfinite(trace.recorded_start))
+    # a job that ran no time accrued no usage; left in, its start and end cancel only to
+    # rounding, and a total of nothing but such jobs would read as a share of it
+    ran = np.flatnonzero(np.isfinite(trace.recorded_start) & (trace.runtime > 0))
     units = trace.units[ran].astype(np.float64)
     start = trace.recorded_start[ran]
     end = start + np.maximum(trace.runtime[ran], 0.0)

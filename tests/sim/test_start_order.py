@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sim import priority
@@ -196,6 +196,7 @@ def usage_integral(jobs, t: float, half_life: float) -> dict[int, float]:
     times=st.lists(st.integers(0, 45_000), min_size=1, max_size=8),
     half_life=st.sampled_from([0.0, 3600.0, 86400.0]),
 )
+@example(jobs=[(0, 0, 1, 0), (1, 0, 1, 0)], times=[2], half_life=86400.0)  # found in CI
 def test_the_fair_share_factors_match_the_usage_integral(jobs, times, half_life):
     """``fairshare_at`` (every user at each time) and ``recorded_fairshare`` (one job's
     user at its time) both give ``2^(-U/total x users)`` of the usage integral."""

@@ -23,11 +23,11 @@ Cases, each a fresh process:
   replay a longer queue than the recorded one, which the report's fidelity shows.
 
 For each: wall and CPU seconds of the process, and wall, CPU and peak RSS of each phase
-(read, simulate, report). Target (issues 13 and 23): the 450k replay in at most 20 s on one
-core, with a stored profile too,
-checked on the process's CPU seconds (user + system, one core): the machine is shared, so
-wall times include waiting for a core; they are printed too, with the ratios against the
-baseline measured in the same run.
+(read; infer: the world the log shows, where no profile gives it; simulate; report).
+Target (issues 13 and 23): the 450k replay in at most 20 s on one core, with a stored
+profile too, checked on the process's CPU seconds (user + system, one core): the machine
+is shared, so wall times include waiting for a core; they are printed too, with the ratios
+against the baseline measured in the same run.
 
     .venv/bin/python bench/sim_speed.py [--jobs 450000] [--load 0.85] [--workdir DIR]
 """
@@ -202,6 +202,7 @@ def main() -> int:
         "process wall s",
         "process CPU s",
         "read s / MB",
+        "infer s / MB",
         "simulate s / MB",
         "report s / MB",
         "ratio CPU vs baseline",
@@ -210,9 +211,8 @@ def main() -> int:
     base_cpu = runs["baseline"][3]
     for name, (t, _, wall, cpu) in runs.items():
         ph = t["phases"]
-        cells = [
-            f"{ph[p]['cpu_s']:.2f} / {ph[p]['peak_mb']:.0f}" for p in ("read", "simulate", "report")
-        ]
+        phases = ("read", "infer", "simulate", "report")
+        cells = [f"{ph[p]['cpu_s']:.2f} / {ph[p]['peak_mb']:.0f}" for p in phases]
         table.add_row(name, f"{wall:.2f}", f"{cpu:.2f}", *cells, f"{cpu / base_cpu:.2f}")
     console.print(table)
     console.print(
@@ -233,6 +233,7 @@ def main() -> int:
         "cold_e2e_cpu_s": round(runs["cold"][3], 2),
         "read_cold_s": round(t_cold["read"]["cpu_s"], 2),
         "read_cached_s": round(t_cached["read"]["cpu_s"], 2),
+        "infer_s": round(t_cached["infer"]["cpu_s"], 2),
         "simulate_s": round(t_cached["simulate"]["cpu_s"], 2),
         "report_s": round(t_cached["report"]["cpu_s"], 2),
         "peak_mb": round(max(p["peak_mb"] for p in t_cached.values())),

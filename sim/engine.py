@@ -696,8 +696,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         return (
             cfg.backfill, float(cfg.bf_interval), float(cfg.sched_interval),
             self.prio.time_dependent, self._quiet(), float(cfg.calc_period),
-            float(cfg.batch_sched_delay), list(self._av_t), list(self._av_u),
-            list(self._av_seg), _SUBMIT, _TIMER, _KICK,
+            float(cfg.batch_sched_delay), self._av_t, self._av_u, self._av_seg,  # not copied:
+            _SUBMIT, _TIMER, _KICK,  # a chunked run (max_pending) makes ~20k calls
             self._limit_params() if self._run_limits else None, len(cfg.partitions) <= 1,
             cfg.default_queue_depth, cfg.bf_max_job_test, self._params, float(cfg.bf_window),
             self.prio.n_users,

@@ -267,7 +267,10 @@ def _replay(args, trace, cfg, total, limits, console, size_from, timer):  # type
 
     quiet = Console(file=io.StringIO())
     for k in range(len(RELAX_STEPS)):
-        world = _world(args, trace, cfg, total, limits, console if k == 0 else quiet, size_from, k)
+        with timer.phase("infer"):  # the world the log shows (no profile: inferred here)
+            world = _world(
+                args, trace, cfg, total, limits, console if k == 0 else quiet, size_from, k
+            )
         n_units, n_cfg, n_limits, avail, steps, relaxable = world
         sim = Simulator(
             trace,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
@@ -184,17 +185,22 @@ def test_a_log_without_recorded_starts_replays_as_before(tmp_path):
 def test_a_replay_that_runs_away_is_replayed_with_its_availability_relaxed(tmp_path, monkeypatch):
     """Where the replay's queue outgrows its bound (here made zero, so that every guarded
     step runs away), the availability relaxes step by step, each step said, and the last
-    runs to the end; a log replayed within its bound is replayed once."""
+    runs to the end; a log replayed within its bound is replayed once. ``--timings`` sums
+    each phase over the runs (the world inferred, then simulated, once per step)."""
     import sim.fit
     from sim.replay_cli import RELAX_STEPS
 
     trace = write_recorded(tmp_path / "rec.swf", units=24)
-    rc, out, err = run_replay(str(trace))
+    once, relaxed = tmp_path / "once.json", tmp_path / "relaxed.json"
+    rc, out, err = run_replay(str(trace), "--timings", str(once))
     assert rc == 0, err
     assert "ran away" not in err
     monkeypatch.setattr(sim.fit, "RUNAWAY_FACTOR", 0.0)
-    rc, out, err = run_replay(str(trace))
+    rc, out, err = run_replay(str(trace), "--timings", str(relaxed))
     assert rc == 0, err
+    phases = [json.loads(p.read_text())["phases"] for p in (once, relaxed)]
+    assert [list(p) for p in phases] == [["read", "infer", "simulate", "report"]] * 2
+    assert phases[1]["infer"]["cpu_s"] > phases[0]["infer"]["cpu_s"] > 0
     text = " ".join(err.split())
     assert text.count("the replay ran away") == len(RELAX_STEPS) - 1
     assert "(bound 0)" in text and "not narrowed" in text

@@ -1,10 +1,15 @@
 """A plain CSV form for GPU-cluster (or any) traces; the format is in docs/traces.md.
 
-Header required (names case-insensitive, any order, extra columns ignored):
-``job_id, user, submit, start, end, nodes|gpus, limit``; optional ``group``, ``name``,
-``exit_code``, ``partition``. Times are ISO 8601 (naive ones read in ``tz``, default UTC) or
-Unix seconds. ``limit`` is seconds (a bare number) or a Slurm duration (``1:00:00``, ``2-00:00:00``,
-``UNLIMITED``). Empty/``Unknown`` start or end: the job never ran and is skipped (counted).
+Header required (names case-insensitive, any order, extra columns ignored): a job id, a
+user, submit and start times, an end time or a duration, and a size (nodes, gpus or cpus).
+Each role takes the usual spellings (``job_id``, ``jobid``, ``id``; ``submit``,
+``submit_time``, ``time_submit``; ``gpus``, ``gpu_num``, ``num_gpus``; ...: :data:`ROLES`,
+compared without case, ``_``, ``-`` or spaces). Optional: ``limit`` (unknown without it: the
+run-time fallback), ``group``, ``name``, ``exit_code``, ``partition`` (or ``queue``). Times
+are ISO 8601 (naive ones read in ``tz``, default UTC) or Unix seconds. ``limit`` and
+``duration`` are seconds (a bare number) or a Slurm duration (``1:00:00``,
+``2-00:00:00``, ``UNLIMITED``). Empty/``Unknown`` start or end: the job never ran and is
+skipped (counted).
 """
 
 from __future__ import annotations
@@ -21,8 +26,46 @@ from sim.traces.diagnostics import Diagnostics
 from sim.traces.model import Trace, TraceError
 from sim.traces.timestamps import TimeParser, zone
 
-REQUIRED = ("job_id", "user", "submit", "start", "end", "limit")
-SIZE_COLUMNS = ("nodes", "gpus")
+#: Each role's accepted header names, normalised (:func:`_norm`), in order of preference.
+ROLES: dict[str, tuple[str, ...]] = {
+    "job_id": ("jobid", "id", "jobnumber", "idjob"),
+    "user": ("user", "userid", "uid", "username", "iduser"),
+    "group": ("group", "groupid", "gid"),
+    "name": ("name", "jobname"),
+    "submit": ("submit", "submittime", "timesubmit", "submitted", "submissiontime"),
+    "start": ("start", "starttime", "timestart", "started"),
+    "end": ("end", "endtime", "timeend", "ended", "finish", "finishtime"),
+    "duration": ("duration", "runtime", "elapsed", "elapsedraw", "runtimesec"),
+    "limit": ("limit", "limitseconds", "requestedtime"),  # seconds (Slurm's own are minutes)
+    "exit_code": ("exitcode", "exit"),
+    "partition": ("partition", "queue"),
+    "nodes": ("nodes", "nnodes", "nodenum", "numnodes", "nodecount", "nodesalloc", "allocnodes")
+    + ("nodesreq", "reqnodes"),
+    "gpus": ("gpus", "ngpus", "gpunum", "numgpus", "gpucount", "gpusalloc", "allocgpus"),
+    "cpus": ("cpus", "ncpus", "cpunum", "numcpus", "procs", "nprocs", "cores", "cpusalloc")
+    + ("alloccpus", "cpusreq", "reqcpus"),
+}
+#: The roles a header must have (and ``end`` or ``duration``, and a size).
+REQUIRED = ("job_id", "user", "submit", "start")
+#: Size roles, in order of preference, and the unit each counts.
+SIZE_COLUMNS = {"nodes": "nodes", "gpus": "gpus", "cpus": "procs"}
+
+
+def _norm(name: str) -> str:
+    return "".join(c for c in name.strip().lower() if c.isalnum())
+
+
+def header_roles(header: list[str]) -> dict[str, int]:
+    """Each role's column index, where the header has one of its names (the first name in
+    :data:`ROLES`' order that the header holds)."""
+    index: dict[str, int] = {}
+    for i, h in enumerate(header):
+        index.setdefault(_norm(h), i)
+    return {
+        role: next(index[n] for n in names if n in index)
+        for role, names in ROLES.items()
+        if any(n in index for n in names)
+    }
 
 
 def read_csv_trace(
@@ -44,18 +87,20 @@ def read_csv_trace(
         raise TraceError(f"{path}: empty CSV") from None
     except csv.Error as exc:
         raise TraceError(f"{path}:1: unreadable CSV header: {exc}") from None
-    lower = [h.strip().lower() for h in header]
-    col = {name: lower.index(name) for name in set(lower)}
-    sizes = [c for c in SIZE_COLUMNS if c in col]
-    if unit is not None and unit.lower() in SIZE_COLUMNS:
-        sizes = [unit.lower()] if unit.lower() in col else []
-    missing = [c for c in REQUIRED if c not in col] + ([] if sizes else ["nodes or gpus"])
+    col = header_roles(header)
+    wanted = _size_role(unit)
+    sizes = [c for c in SIZE_COLUMNS if c in col and wanted in (None, c)]
+    missing = [c for c in REQUIRED if c not in col]
+    missing += [] if "end" in col or "duration" in col else ["end or duration"]
+    missing += [] if sizes else [wanted or "nodes, gpus or cpus"]
     if missing:
         raise TraceError(
             f"{path}:1: CSV header lacks {', '.join(missing)}; found: {','.join(header)[:200]}"
             " (see docs/traces.md for the CSV form)"
         )
     size_col = sizes[0]
+    if "limit" not in col:
+        diag.note("no time-limit column: every job's limit is its run time (rounded up)")
     parse_time = TimeParser(zone(tz), allow_unix=True)
     out: dict[str, list] = {
         k: []
@@ -97,7 +142,7 @@ def read_csv_trace(
     return assemble(
         diag,
         fmt="csv",
-        unit=size_col if unit is None or unit.lower() in SIZE_COLUMNS else unit,
+        unit=SIZE_COLUMNS[size_col] if unit is None or _size_role(unit) else unit,
         lines=np.array(out["line"]),
         job_id=np.array(out["id"], dtype=np.int64),
         submit=np.array(out["submit"]),
@@ -115,6 +160,12 @@ def read_csv_trace(
     )
 
 
+def _size_role(unit: str | None) -> str | None:
+    """The size role ``unit`` names (``procs`` is ``cpus``), or None."""
+    u = {"procs": "cpus"}.get((unit or "").lower(), (unit or "").lower())
+    return u if u in SIZE_COLUMNS else None
+
+
 def _parse_row(
     row: list[str],
     col: dict[str, int],
@@ -127,7 +178,12 @@ def _parse_row(
     def get(name: str) -> str:
         return row[col[name]].strip() if name in col else ""
 
-    start, end = parse_time(get("start")), parse_time(get("end"))
+    start = parse_time(get("start"))
+    if "end" in col:
+        end = parse_time(get("end"))
+    else:
+        run = get("duration")
+        end = None if start is None or not run else start + parse_duration(run, bare_unit=1.0)
     if start is None or end is None:
         diag.skip("never ran (start or end empty/Unknown)", line)
         return

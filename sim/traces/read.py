@@ -10,7 +10,7 @@ from pathlib import Path
 from sim.traces import cache as trace_cache
 from sim.traces.assemble import DEFAULT_LIMIT_FACTOR
 from sim.traces.csvtrace import REQUIRED as CSV_REQUIRED
-from sim.traces.csvtrace import read_csv_trace
+from sim.traces.csvtrace import header_roles, read_csv_trace
 from sim.traces.jobcomp import looks_like_jobcomp, read_jobcomp
 from sim.traces.model import Trace, TraceError
 from sim.traces.sacct import read_sacct
@@ -131,7 +131,7 @@ def detect_format(text: str, path: str = "<trace>") -> str:
     tokens = {t.strip().lower() for t in re.split(r"[\s|,]+", header) if t.strip()}
     if tokens & {"jobid", "jobidraw"}:
         return "sacct"
-    if "," in header and set(CSV_REQUIRED) <= {t.strip().lower() for t in header.split(",")}:
+    if "," in header and set(CSV_REQUIRED) <= set(header_roles(header.split(","))):
         return "csv"
     if "," in header and "job_id" in tokens:
         return "csv"  # the CSV reader names the missing columns

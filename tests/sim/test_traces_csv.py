@@ -44,10 +44,41 @@ def test_csv_nodes_and_naive_time_zone(tmp_path):
 
 
 def test_csv_wrong_columns(tmp_path):
-    text = "job_id,user,submitted,begin,end,cores,limit\n1,u,0,0,10,1,60\n"
-    lacks = r"jobs\.csv:1: CSV header lacks submit, start, nodes or gpus"
+    text = "job_id,user,queued,begin,stop,slots,limit\n1,u,0,0,10,1,60\n"
+    lacks = r"jobs\.csv:1: CSV header lacks submit, start, end or duration, nodes, gpus or cpus"
     with pytest.raises(TraceError, match=lacks):
         read_trace(write(tmp_path, text))
+    with pytest.raises(TraceError, match=r"CSV header lacks gpus; found"):
+        read_trace(
+            write(tmp_path, "job_id,user,submit,start,end,nodes\n1,u,0,0,10,1\n"), unit="gpus"
+        )
+
+
+def test_csv_usual_spellings_duration_and_no_limit(tmp_path):
+    """Other dialects' headers (as GPU-cluster and Slurm-derived logs spell them): the
+    roles by their usual names, a duration instead of an end, no limit column (the run-time
+    fallback, noted), and the size in the first of nodes, gpus, cpus (``unit`` picks)."""
+    text = (
+        "Job ID,User_Name,GPU_Num,CPU_Num,Node_Num,State,Submit_Time,Start_Time,End_Time,Queue\n"
+        "7,ann,8,64,1,COMPLETED,2024-02-01 00:00:00,2024-02-01 00:10:00,2024-02-01 01:10:00,vc1\n"
+        "8,ben,2,16,1,FAILED,2024-02-01 00:05:00,2024-02-01 00:06:00,2024-02-01 00:16:30,vc2\n"
+    )
+    path = write(tmp_path, text)
+    trace = read_trace(path)
+    assert trace.fmt == "csv" and trace.unit == "nodes" and trace.units.tolist() == [1, 1]
+    assert trace.runtime.tolist() == [3600.0, 630.0]
+    assert trace.limit.tolist() == [3600.0, 660.0]  # unknown: the run time, whole minutes
+    assert any("no time-limit column" in n for n in trace.notes)
+    assert read_trace(path, unit="gpus").units.tolist() == [8, 2]
+    cpus = read_trace(path, unit="cpus")
+    assert cpus.unit == "procs" and cpus.units.tolist() == [64, 16]
+    text = (
+        "id_job,id_user,time_submit,time_start,duration,cpus_req,limit\n"
+        "1,9,1706746200,1706746260,600,4,1:00:00\n"
+    )
+    trace = read_trace(write(tmp_path, text))
+    assert trace.unit == "procs" and trace.runtime.tolist() == [600.0]
+    assert trace.limit.tolist() == [3600.0]
 
 
 def test_csv_bad_rows(tmp_path):

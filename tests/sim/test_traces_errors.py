@@ -25,7 +25,7 @@ SWF_ROW = "1 0 0 10 1 -1 -1 1 60 -1 1 1 1 -1 1 1 -1 -1\n"
         (b"\x1f\x8b\x08\x00garbage", "corrupt gzip"),
         (gzip.compress(b""), "empty file"),
         (gzip.compress(b"\x00\x01\x02" * 100), "binary data"),
-        (b"job_id,user,submit\n1,2,3\n", "CSV header lacks start, end, limit, nodes or gpus"),
+        (b"job_id,user,submit\n1,2,3\n", "CSV header lacks start, end or duration, nodes, gpus"),
     ],
 )
 def test_not_a_trace(tmp_path, content, message):

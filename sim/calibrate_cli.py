@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from hpcbase.console import plain_console, say
 from sim.calibration import KNOBS, Calibration, CalibrationError, calibrate, store
 from sim.config import ConfigError, SlurmConfig
 from sim.pools import Pools
@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    err = Console(stderr=True)
-    out = Console(width=None if sys.stdout.isatty() else 120)
+    err = plain_console(stderr=True)
+    out = plain_console(width=None if sys.stdout.isatty() else 120)
     try:
         cfg = SlurmConfig.from_file(args.slurm_conf) if args.slurm_conf else SlurmConfig()
         trace = read_trace(args.trace, fmt=args.format, cache=True)
@@ -85,10 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "searches; calibrate with a copy whose partitions have Nodes=ALL"
             )
     except (TraceError, ConfigError, CalibrationError) as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        say(err, "error", e)
         return 2
     for note in trace.notes:
-        err.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
+        say(err, "note", note)
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             on_result=(lambda c: bar.update(1)) if bar is not None else None,
         )
     except CalibrationError as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        say(err, "error", e)
         return 2
     finally:
         if bar is not None:
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = store(cal, args.trace, args.store_dir)
             out.print(f"calibration stored in {where}")
     except (OSError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        say(err, "error", e)
         return 2
     return 0
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpcbase.config import ConfigError
+from hpcbase.console import plain_console, say
 from sim.fidelity import fidelity
 from sim.fit import AUTO, FIT_FRACTION, FIT_JITTERS, ProfileError, fit, replay_waits, split
 from sim.profile import SiteProfile, store
@@ -71,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    err = Console(stderr=True)
-    out = Console(width=None if sys.stdout.isatty() else 130)
+    err = plain_console(stderr=True)
+    out = plain_console(width=None if sys.stdout.isatty() else 130)
     if not 0.2 <= args.fraction <= 1:
-        err.print("[red]error:[/red] --fraction must be within 0.2 .. 1")
+        say(err, "error", "--fraction must be within 0.2 .. 1")
         return 2
     try:
         trace = read_trace(args.trace, fmt=args.format)
@@ -88,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers=max(args.jobs, 1),
             )
     except (TraceError, ConfigError, ProfileError) as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        say(err, "error", e)
         return 2
     print_fit(out, prof, Path(args.trace).name)
     judged = "the whole fit period" if prof.recent is None else f"its last {prof.recent:.0%}"
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             path = store(prof, args.trace, args.store_dir)
         except OSError as e:
-            err.print(f"[red]error:[/red] cannot store the profile: {e}", soft_wrap=True)
+            say(err, "error", f"cannot store the profile: {e}")
             return 2
         out.print(f"profile stored in {path}")
     return 0

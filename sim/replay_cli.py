@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpcbase.config import ConfigError
+from hpcbase.console import plain_console, say
 from sim.config import SlurmConfig
 from sim.limits import QosLimits
 from sim.phases import PhaseTimer, gc_paused
@@ -132,24 +133,25 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
     prof = None if explicit or args.no_profile else load(trace)
     if prof is not None:
         note = f"site profile {prof.path}: {prof.describe()}"
-        console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
+        say(console, "note", note)
         qos = prof.qos()
         steps = limit_steps(trace, qos)
         for t, lim in steps:
-            console.print(
-                f"[cyan]note:[/cyan] from t={t / 86400:.2f} days the recorded schedule breaks "
+            say(
+                console,
+                "note",
+                f"from t={t / 86400:.2f} days the recorded schedule breaks "
                 f"the limits ({qos.to_text() if qos else ''}): {lim.to_text()} from then on",
-                soft_wrap=True,
             )
         return prof.units, prof.config(), qos, prof.availability(trace), steps, False
     if size_from:
-        console.print(f"[cyan]note:[/cyan] cluster size from {size_from}", soft_wrap=True)
+        say(console, "note", f"cluster size from {size_from}")
     use = recorded_usage(trace)
     if not use.peak or Pools.active(cfg):
         return total, cfg, limits, None, [], False
     why = "--no-profile" if args.no_profile else "none stored; make one with `hpcsim fit TRACE`"
     why = "options given" if explicit else why
-    console.print(f"[cyan]note:[/cyan] no site profile ({why})", soft_wrap=True)
+    say(console, "note", f"no site profile ({why})")
     total = total or trace.total_units
     if total is not None and total < use.peak:
         if args.nodes:
@@ -157,26 +159,30 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
                 f"--nodes {args.nodes}: the recorded schedule used {use.peak} {trace.unit} at "
                 f"t={use.peak_time / 86400:.2f} days; a smaller cluster cannot have run it"
             )
-        console.print(
-            f"[cyan]note:[/cyan] size raised from {total} to the recorded peak of {use.peak} "
+        say(
+            console,
+            "note",
+            f"size raised from {total} to the recorded peak of {use.peak} "
             f"{trace.unit} (a smaller cluster cannot have run the recorded schedule)",
-            soft_wrap=True,
         )
         above = use.share_above(total)
         if not size_from and trace.size_stated and above >= NOT_ONE_MACHINE_SHARE:
-            console.print(
-                "[yellow]warning:[/yellow] the log is not one machine's schedule: its "
+            say(
+                console,
+                "warning",
+                "the log is not one machine's schedule: its "
                 f"recorded starts and run times hold more than the {total} {trace.unit} it "
                 f"states for {100 * above:.0f} % of its span (up to {use.peak}), so no cluster "
                 "both is its size and runs its schedule, and the replayed waits may be far "
                 "from the recorded ones",
-                soft_wrap=True,
             )
     total = max(total or 0, use.peak)
     split = stated_pools(trace) if cfg == SlurmConfig() and not explicit else None
     window, narrow = RELAX_STEPS[relax]
-    console.print(
-        f"[cyan]note:[/cyan] availability: the most {trace.unit} the recorded schedule used "
+    say(
+        console,
+        "note",
+        f"availability: the most {trace.unit} the recorded schedule used "
         f"within {window / 3600:g} h around each moment"
         + (" in each pool" if split else "")
         + (
@@ -185,18 +191,18 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
             if narrow is not None
             else ""
         ),
-        soft_wrap=True,
     )
     breaks: list[tuple[float, QosLimits]] = []
     if limits is None:  # per-user limits the recorded concurrency shows (sim.log_inference)
         limits = infer_limits(trace, np.isfinite(trace.recorded_start))
         if limits is not None:
             breaks = limit_steps(trace, limits)
-            console.print(
-                f"[cyan]note:[/cyan] per-user limits from the recorded concurrency: "
+            say(
+                console,
+                "note",
+                f"per-user limits from the recorded concurrency: "
                 f"{limits.to_text()}"
                 + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),
-                soft_wrap=True,
             )
     avail: Availability | dict[str, Availability] | None
     avail = narrowed_beside_idle(trace, total, window=window, narrow=narrow, use=use)
@@ -225,12 +231,13 @@ def _stated_pools(
 
     pools, aliases = split
     own = {k: v for k, v in pools.items() if k not in aliases}
-    console.print(
-        f"[cyan]note:[/cyan] node pools: partitions {', '.join(own)} used at most "
+    say(
+        console,
+        "note",
+        f"node pools: partitions {', '.join(own)} used at most "
         f"{' + '.join(str(v) for v in own.values())} {trace.unit} at once, within the "
         f"{trace.total_units} the log states: each is a pool of its own (its share of "
         f"{total}), the {len(aliases)} others' jobs run in the one they fit",
-        soft_wrap=True,
     )
     return replace(
         starting_profile(trace, 1.0),
@@ -251,8 +258,10 @@ def _start_order(trace: Trace, total: int, limits: QosLimits | None, console: Co
     order = infer_order(trace, total, limits)
     if order is None:
         return []
-    console.print(
-        f"[cyan]note:[/cyan] from the recorded start order: {order.describe()}", soft_wrap=True
+    say(
+        console,
+        "note",
+        f"from the recorded start order: {order.describe()}",
     )
     return list(order.lines()) if order.bounded else []
 
@@ -265,7 +274,7 @@ def _replay(args, trace, cfg, total, limits, console, size_from, timer):  # type
     from sim.engine import RunawayReplay, Simulator
     from sim.fit import recorded_max_pending, runaway_bound
 
-    quiet = Console(file=io.StringIO())
+    quiet = plain_console(file=io.StringIO())
     for k in range(len(RELAX_STEPS)):
         with timer.phase("infer"):  # the world the log shows (no profile: inferred here)
             world = _world(
@@ -287,12 +296,13 @@ def _replay(args, trace, cfg, total, limits, console, size_from, timer):  # type
             return sim, avail
         except RunawayReplay as e:
             window, _ = RELAX_STEPS[k + 1]
-            console.print(
-                f"[cyan]note:[/cyan] the replay ran away ({e}; the recorded schedule never "
+            say(
+                console,
+                "note",
+                f"the replay ran away ({e}; the recorded schedule never "
                 f"had more than {recorded_max_pending(trace)} pending): the availability "
                 f"is too small, so replayed again with the most {trace.unit} used within "
                 f"{window / 3600:g} h around each moment, not narrowed",
-                soft_wrap=True,
             )
     raise AssertionError("the last relaxation runs unguarded")
 
@@ -310,13 +320,14 @@ def _note_idle_waits(trace: Trace, total: int, avail: object, console: Console) 
     whole = float(np.nansum(wait))
     if not beside.any() or whole <= 0:
         return
-    console.print(
-        f"[cyan]note:[/cyan] {100 * float(np.nansum(wait[beside])) / whole:.0f} % of the "
+    say(
+        console,
+        "note",
+        f"{100 * float(np.nansum(wait[beside])) / whole:.0f} % of the "
         f"recorded wait is in {int(beside.sum())} jobs that, at some moment of their wait, "
         f"could have run to their time limit in {trace.unit} the recorded schedule left idle "
         "(held, waiting on a dependency, or under a limit the log does not show): no replay "
         "of the site's capacity reproduces those waits",
-        soft_wrap=True,
     )
 
 
@@ -361,7 +372,7 @@ def _note_held(sim, console: Console) -> None:  # type: ignore[no-untyped-def]
         why = why if why.startswith("rejected") else f"never started: {why}"
         counts[why] = counts.get(why, 0) + 1
     for why, n in sorted(counts.items()):
-        console.print(f"[cyan]note:[/cyan] {n} jobs {why}", soft_wrap=True)
+        say(console, "note", f"{n} jobs {why}")
 
 
 def _report_table(title: str, summary, comparison, speed: str) -> Table:  # type: ignore[no-untyped-def]
@@ -385,8 +396,8 @@ def _report_table(title: str, summary, comparison, speed: str) -> Table:  # type
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console(stderr=True)
-    out = Console(width=None if sys.stdout.isatty() else 100)
+    console = plain_console(stderr=True)
+    out = plain_console(width=None if sys.stdout.isatty() else 100)
     timer = PhaseTimer()
     path = args.trace
     total = args.nodes
@@ -401,24 +412,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             trace = read_trace(path, fmt=args.format, strict=args.strict, cache=not args.no_cache)
             limits = _qos_limits(args.qos_limits)
         except (TraceError, ConfigError) as e:
-            console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+            say(console, "error", e)
             return 2
     for note in trace.notes:
-        console.print(f"[cyan]note:[/cyan] {note}", soft_wrap=True)
+        say(console, "note", note)
     for w in trace.warnings[:MAX_WARNINGS_SHOWN]:
-        console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
+        say(console, "warning", w)
     if len(trace.warnings) > MAX_WARNINGS_SHOWN:
         console.print(
-            f"[yellow]... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings[/yellow]"
+            f"... {len(trace.warnings) - MAX_WARNINGS_SHOWN} more warnings", style="yellow"
         )
     total, cfg, size_from = _cluster_size(args, trace, cfg, total, embedded)
     try:
         sim, avail = _replay(args, trace, cfg, total, limits, console, size_from, timer)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        say(console, "error", e)
         return 2
     except ValueError as e:
-        console.print(f"[red]error:[/red] {e} (use --nodes)", soft_wrap=True)
+        say(console, "error", f"{e} (use --nodes)")
         return 2
     _note_held(sim, console)
     elapsed = timer.phases[-1].wall_s
@@ -432,13 +443,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _report_table(title, s, comparison, speed)
         out.print(table)
         if comparison is None:
-            console.print(
-                "[cyan]note:[/cyan] no fidelity figures: the log records no job's start (its "
+            say(
+                console,
+                "note",
+                "no fidelity figures: the log records no job's start (its "
                 "waits are unknown), so there is no recorded schedule to compare with",
-                soft_wrap=True,
             )
         elif (text := comparison.warning()) is not None:
-            console.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
+            say(console, "warning", text)
             _note_idle_waits(trace, sim.total_units, avail, console)
         try:
             if args.out:
@@ -448,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 plot(df, sim.total_units, args.plot, title=Path(path).name)
                 out.print(f"plot written to {args.plot}")
         except (OSError, ValueError) as e:
-            console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+            say(console, "error", e)
             return 2
     if args.timings:
         data = {
@@ -460,6 +472,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args.timings.write_text(json.dumps(data, indent=1) + "\n")
         except OSError as e:
-            console.print(f"[red]error:[/red] {args.timings}: {e.strerror or e}", soft_wrap=True)
+            say(console, "error", f"{args.timings}: {e.strerror or e}")
             return 2
     return 0

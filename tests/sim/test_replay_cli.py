@@ -56,3 +56,18 @@ def test_bad_slurm_conf_names_the_line(tmp_path):
 def test_bad_output_suffix_is_reported(tmp_path):
     res = hpcsim("replay", "--out", str(tmp_path / "s.txt"))
     assert res.returncode == 2 and ".csv or .parquet" in res.stderr
+
+
+def test_log_text_is_printed_as_it_is(tmp_path):
+    """A log's own text in a message (a bad field, a line number) is printed as it is: no
+    rich markup (``[/x]`` made a crash) and no emoji code (``:1234:`` made a picture)."""
+    rows = ["job_id,user,submit,start,end,nodes,limit", "1,u,0,10,100,1,60", "[/x],u,0,10,100,1,60"]
+    rows += [f"{i},u,{100 * i},{100 * i},{100 * i + 50},1,60" for i in range(2, 1240)]
+    rows += ["x:smile:,u,0,10,100,1,60"]
+    log = tmp_path / "a[b]:1234:.csv"
+    log.write_text("\n".join(rows) + "\n")
+    res = hpcsim("replay", str(log), "--no-progress")
+    assert res.returncode == 0, res.stderr
+    assert "bad job_id '[/x]'" in res.stderr and "bad job_id 'x:smile:'" in res.stderr
+    assert f"{log}:1242:" in res.stderr and f"{log}:3:" in res.stderr
+    assert "a[b]:1234:.csv" in res.stdout

@@ -12,10 +12,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from hpcbase.console import plain_console, say
 from themis.iosim.metrics import RunMetrics
 from themis.iosim.model import GiB, ServerSpec
 from themis.iosim.replay import ReplayError, concurrent_slice, rows_from_replay_csv
@@ -166,8 +166,8 @@ def _findings(runs: list[RunMetrics]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    err = Console(stderr=True)
-    out = Console(width=None if sys.stdout.isatty() else 160)
+    err = plain_console(stderr=True)
+    out = plain_console(width=None if sys.stdout.isatty() else 160)
     try:
         specs = [RunSpec.parse(s) for s in args.runs.split(",") if s.strip()]
         if not specs:
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"--{name} must be > 0, got {v}")
         scenarios = _scenarios(args)
     except (ValueError, ReplayError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        say(err, "error", e)
         return 2
     mix = args.scenario == "mix"
     servers = ServerSpec(
@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for name, jobs, about in scenarios:
             if not jobs:
-                err.print(f"[red]error:[/red] scenario {name}: no jobs")
+                say(err, "error", f"scenario {name}: no jobs")
                 return 2
             runs = run_scenario(
                 name,

@@ -18,6 +18,8 @@ __all__ = ["spearman"]  # re-exported for callers of the old place
 BSLD_THRESHOLD = 10.0  # seconds; the usual bound for bounded slowdown
 #: The report warns when simulated and recorded mean waits differ by more than this factor.
 WAIT_RATIO_WARN = 2.0
+#: ... unless they are this close (hours): a few seconds' wait is no error worth a warning.
+WAIT_ABS_WARN_H = 0.1
 
 
 def schedule_frame(sim: Simulator) -> pd.DataFrame:
@@ -173,9 +175,11 @@ class Comparison:
         return 1.0 if sim == 0 else math.inf
 
     def warning(self) -> str | None:
-        """A sentence when the mean waits differ by more than :data:`WAIT_RATIO_WARN`."""
+        """A sentence when the mean waits differ by more than :data:`WAIT_RATIO_WARN` (and
+        by more than :data:`WAIT_ABS_WARN_H`)."""
         r = self.mean_ratio
-        if 1 / WAIT_RATIO_WARN <= r <= WAIT_RATIO_WARN:
+        close = abs(self.simulated.mean_h - self.recorded.mean_h) <= WAIT_ABS_WARN_H
+        if close or 1 / WAIT_RATIO_WARN <= r <= WAIT_RATIO_WARN:
             return None
         return (
             f"simulated mean wait {self.simulated.mean_h:.2f} h is {_times(r)} the recorded "

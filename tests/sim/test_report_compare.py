@@ -90,6 +90,8 @@ def test_more_than_twice_apart_warns_both_ways():
     assert "2.5x the recorded" in compare(frame([5 * h, 0], [2 * h, 0]), 1).warning()
     assert "1/4.0 of the recorded" in compare(frame([h, 0], [4 * h, 0]), 1).warning()
     assert compare(frame([2 * h, 0], [h, 0]), 1).warning() is None  # exactly 2x: no warning
+    assert compare(frame([0, 0], [30.0, 0]), 1).warning() is None  # 0 against 15 s: no error
+    assert "0 x the recorded" in compare(frame([0, 0], [900.0, 0]), 1).warning()  # 7.5 min
 
 
 def test_no_recorded_starts_no_comparison():

@@ -258,11 +258,7 @@ def _start_order(trace: Trace, total: int, limits: QosLimits | None, console: Co
     order = infer_order(trace, total, limits)
     if order is None:
         return []
-    say(
-        console,
-        "note",
-        f"from the recorded start order: {order.describe()}",
-    )
+    say(console, "note", f"from the recorded start order: {order.describe()}")
     return list(order.lines()) if order.bounded else []
 
 

@@ -182,8 +182,11 @@ def _parse_row(
     if "end" in col:
         end = parse_time(get("end"))
     else:
-        run = get("duration")
-        end = None if start is None or not run else start + parse_duration(run, bare_unit=1.0)
+        text = get("duration")
+        run = parse_duration(text, bare_unit=1.0) if start is not None and text else None
+        if run is not None and not 0 <= run < math.inf:
+            raise ValueError(f"bad duration {text[:20]!r}")
+        end = None if start is None or run is None else start + run
     if start is None or end is None:
         diag.skip("never ran (start or end empty/Unknown)", line)
         return

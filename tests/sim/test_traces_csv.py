@@ -76,9 +76,13 @@ def test_csv_usual_spellings_duration_and_no_limit(tmp_path):
         "id_job,id_user,time_submit,time_start,duration,cpus_req,limit\n"
         "1,9,1706746200,1706746260,600,4,1:00:00\n"
     )
+    text += "2,9,1706746200,1706746260,UNLIMITED,4,60\n3,9,1706746200,,600,4,60\n"
     trace = read_trace(write(tmp_path, text))
     assert trace.unit == "procs" and trace.runtime.tolist() == [600.0]
     assert trace.limit.tolist() == [3600.0]
+    bad, never = trace.warnings
+    assert "bad duration 'UNLIMITED'" in bad.reason and bad.line == 3
+    assert "never ran" in never.reason
 
 
 def test_csv_bad_rows(tmp_path):

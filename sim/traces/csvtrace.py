@@ -39,12 +39,16 @@ ROLES: dict[str, tuple[str, ...]] = {
     "limit": ("limit", "limitseconds", "requestedtime"),  # seconds (Slurm's own are minutes)
     "exit_code": ("exitcode", "exit"),
     "partition": ("partition", "queue"),
-    "nodes": ("nodes", "nnodes", "nodenum", "numnodes", "nodecount", "nodesalloc", "allocnodes")
-    + ("nodesreq", "reqnodes"),
+    "nodes": (
+        "nodes", "nnodes", "nodenum", "numnodes", "nodecount", "nodesalloc", "allocnodes",
+        "nodesreq", "reqnodes",
+    ),
     "gpus": ("gpus", "ngpus", "gpunum", "numgpus", "gpucount", "gpusalloc", "allocgpus"),
-    "cpus": ("cpus", "ncpus", "cpunum", "numcpus", "procs", "nprocs", "cores", "cpusalloc")
-    + ("alloccpus", "cpusreq", "reqcpus"),
-}
+    "cpus": (
+        "cpus", "ncpus", "cpunum", "numcpus", "procs", "nprocs", "cores", "cpusalloc",
+        "alloccpus", "cpusreq", "reqcpus",
+    ),
+}  # fmt: skip
 #: The roles a header must have (and ``end`` or ``duration``, and a size).
 REQUIRED = ("job_id", "user", "submit", "start")
 #: Size roles, in order of preference, and the unit each counts.

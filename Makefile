@@ -1,7 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make demo   set up, then run the main job on the embedded default
 #   make test   set up, then lint and run the whole test suite
-#   make test-fast   the tests that need neither a real Slurm cluster nor FUSE (< 3 min)
+#   make test-fast   the tests that need neither a real Slurm cluster nor FUSE (about 7 min)
 .PHONY: setup demo test test-fast lint bench
 PY := .venv/bin/python
 
@@ -16,8 +16,9 @@ lint: setup
 	.venv/bin/ruff format --check hpcbase sim mirage themis tests bench scripts
 	.venv/bin/mypy hpcbase sim mirage themis
 
+# the tests on real Slurm in a pytest process of their own, beside the others
 test: setup lint
-	$(PY) -m pytest -q -ra --durations=25
+	@bash scripts/test.sh
 
 test-fast: setup
 	$(PY) -m pytest -q -ra -m "not slurm and not fuse"

@@ -10,6 +10,10 @@ run).
 
 ``slurmctld_control`` (function): the same object, for tests that stop slurmctld; it is
 started again after the test whatever happened.
+
+A test that uses either must be marked ``slurm``: ``make test`` (scripts/test.sh) runs the
+``slurm`` tests in a pytest process of their own, beside the others, so an unmarked one
+would start a second cluster in the other process. Collection fails on such a test.
 """
 
 from __future__ import annotations
@@ -32,6 +36,22 @@ from hpcbase.slurm.localcluster import LocalCluster, missing_programs
 SESSION_CONF_EXTRA = "SchedulerParameters=bf_interval=5\n"
 # Unix sockets (munge, slurmd's step sockets) need short paths.
 _MAX_DIR_LEN = 60
+
+
+CLUSTER_FIXTURES = frozenset({"slurm_cluster", "slurmctld_control"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [
+        item.nodeid
+        for item in items
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("slurm") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "tests that use the Slurm cluster must be marked slurm: " + ", ".join(unmarked)
+        )
 
 
 def _cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

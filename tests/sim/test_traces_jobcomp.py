@@ -62,6 +62,7 @@ def test_hpcsim_replay_accepts_it(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "not a recognised trace" not in capsys.readouterr().err
 
 
+@pytest.mark.slurm
 def test_the_live_clusters_own_log(slurm_cluster) -> None:  # type: ignore[no-untyped-def]
     """Jobs run on the real local cluster come back from its jobcomp log as a trace."""
     from hpcbase.slurm import RetryPolicy, get_client

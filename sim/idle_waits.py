@@ -46,15 +46,19 @@ def _query(levels: list[np.ndarray], op: np.ufunc, lo: np.ndarray, size: np.ndar
 
 
 def waited_beside_idle(
-    trace: Trace, total: int, availability: Availability | None = None
+    trace: Trace,
+    total: int,
+    availability: Availability | None = None,
+    use: Usage | None = None,
 ) -> np.ndarray:
     """Per trace job, whether at some moment of its recorded wait it would have fit, for
     its whole time limit, in the units the recorded schedule left idle: ``total`` (or
     ``availability``'s units at each moment) less the most used in each ``BIN_S`` bin,
-    from the recorded schedule's first start on. Jobs without a recorded start, or that
-    waited under two bins, are never flagged."""
+    from the recorded schedule's first start on (``use``: the trace's
+    :func:`~sim.availability.recorded_usage`, where the caller has it). Jobs without a
+    recorded start, or that waited under two bins, are never flagged."""
     out = np.zeros(len(trace), dtype=bool)
-    use = recorded_usage(trace)
+    use = recorded_usage(trace) if use is None else use
     if len(use.times) < 2:
         return out
     t0 = math.floor(use.times[0] / BIN_S) * BIN_S
@@ -104,7 +108,7 @@ def narrowed_beside_idle(
     wide = fitted(use, units, window=window)
     if narrow is None:
         return wide
-    beside = waited_beside_idle(trace, units, wide)
+    beside = waited_beside_idle(trace, units, wide, use)
     if not beside.any():
         return wide
     return fitted(

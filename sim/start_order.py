@@ -182,6 +182,9 @@ class Queues:
                 self.pending.append(cand)
         self.times = st[np.array(self.started, np.int64)] if self.started else np.zeros(0)
         self.lengths = np.array([c.size for c in self.pending], np.int64)
+        # every queue's pending jobs in one array, and the row (start) each belongs to
+        self._flat = np.concatenate(self.pending) if self.pending else np.zeros(0, np.int64)
+        self._row_of = np.repeat(np.arange(len(self.started)), self.lengths)
         self.n_users = int(trace.user.max()) + 1 if len(trace) else 1
         self._fairshare: dict[float, np.ndarray] = {}
         self._sizes, self._size_of = np.unique(trace.units, return_inverse=True)
@@ -198,14 +201,18 @@ class Queues:
             if half not in self._fairshare:
                 self._fairshare[half] = fairshare_at(trace, half, self.times, self.n_users)
             shares = self._fairshare[half]
-        sub = trace.submit
-        out = np.zeros(len(self.started), np.int64)
-        for row, (j, cand) in enumerate(zip(self.started, self.pending, strict=True)):
-            fs = shares[row] if shares is not None else np.ones(1)
-            pri = _priorities(model, trace, np.r_[cand, j], self.times[row], size_term, fs)
-            ahead = (pri[:-1] > pri[-1]) | ((pri[:-1] == pri[-1]) & (sub[cand] < sub[j]))
-            out[row] = int(ahead.sum())
-        return out
+        sub, rows = trace.submit, np.arange(len(self.started))
+        started, flat, row_of = np.array(self.started, np.int64), self._flat, self._row_of
+
+        def fs(jobs: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+            """Each job's user's fair-share factor at its row's start."""
+            return None if shares is None else shares[at, trace.user[jobs]]
+
+        mine = _priorities(model, trace, started, self.times, size_term, fs(started, rows))
+        pri = _priorities(model, trace, flat, self.times[row_of], size_term, fs(flat, row_of))
+        theirs = mine[row_of]
+        ahead = (pri > theirs) | ((pri == theirs) & (sub[flat] < sub[started][row_of]))
+        return np.bincount(row_of, weights=ahead, minlength=len(rows)).astype(np.int64)
 
 
 def grid_config(key: str) -> SlurmConfig:
@@ -217,19 +224,20 @@ def _priorities(
     model: PriorityModel,
     trace: Trace,
     jobs: np.ndarray,
-    t: float,
+    t: np.ndarray,
     size_term: np.ndarray,
-    fairshare: np.ndarray,
+    fairshare: np.ndarray | None,
 ) -> np.ndarray:
-    """The priority ``model`` gives ``jobs`` at ``t`` (FIFO: earlier submitted, higher), with
-    each job's job-size term and each user's fair-share factor then."""
+    """The priority ``model`` gives each of ``jobs`` at its time ``t`` (FIFO: earlier
+    submitted, higher), with each job's job-size term and ``fairshare``, its user's factor
+    then (None without fair share)."""
     cfg = model.cfg
     if not cfg.multifactor:
         return -trace.submit[jobs]
     age = np.clip(t - trace.submit[jobs], 0.0, cfg.max_age)
     pri = size_term[jobs] + model.w_age * (age / cfg.max_age if cfg.max_age > 0 else 1.0)
-    if model.w_fairshare:
-        pri += model.w_fairshare * fairshare[trace.user[jobs]]
+    if model.w_fairshare and fairshare is not None:
+        pri += model.w_fairshare * fairshare
     return np.maximum(np.trunc(pri), 1.0)
 
 

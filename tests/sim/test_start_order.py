@@ -21,7 +21,7 @@ from sim.generate import generate
 from sim.limits import QosLimits
 from sim.priority import fairshare_at, recorded_fairshare
 from sim.profile import priority_lines
-from sim.start_order import infer_order, rank_wall
+from sim.start_order import Queues, grid_config, infer_order, rank_wall
 from tests.sim.simhelpers import make_trace
 
 
@@ -263,3 +263,39 @@ def test_a_profile_holds_refined_weights_and_refuses_bad_ones():
     for bad in ([1.0, 0.1], [0.0, 0.1, 0.1, 7.0], [1.0, -0.1, 0.1, 7.0], "1,2,3,4", [1, 0, 0, "7"]):
         with pytest.raises(ValueError, match="weights"):
             SiteProfile.from_json(json.dumps({**good, "weights": bad}))
+
+
+def ranks_reference(q: Queues, cfg: SlurmConfig) -> np.ndarray:
+    """:meth:`Queues.ranks` one recorded start at a time: how many of its queue's pending
+    jobs the priority put ahead of the started one (ties: submitted first)."""
+    trace = q.trace
+    model = priority.PriorityModel(cfg, q.units, trace.unit, q.n_users)
+    size = np.array([cfg.weight_job_size * model.size_factor(int(u)) for u in trace.units])
+    shares = fairshare_at(trace, cfg.decay_half_life, q.times, q.n_users)
+    out = []
+    for row, (j, cand) in enumerate(zip(q.started, q.pending, strict=True)):
+        jobs = np.r_[cand, j]
+        if cfg.multifactor:
+            age = np.clip(q.times[row] - trace.submit[jobs], 0.0, cfg.max_age)
+            pri = size[jobs] + model.w_age * (age / cfg.max_age)
+            if model.w_fairshare:
+                pri += model.w_fairshare * shares[row][trace.user[jobs]]
+            pri = np.maximum(np.trunc(pri), 1.0)
+        else:
+            pri = -trace.submit[jobs]
+        ahead = (pri[:-1] > pri[-1]) | (
+            (pri[:-1] == pri[-1]) & (trace.submit[cand] < trace.submit[j])
+        )
+        out.append(int(ahead.sum()))
+    return np.array(out, np.int64)
+
+
+@pytest.mark.parametrize(
+    "key", ["fifo", "fairshare-1d", "fairshare-3.5d-size1k", "fairshare-7d-size10k"]
+)
+def test_ranks_equal_the_one_start_at_a_time_reference(key):
+    trace, limits = recorded("fairshare-1d", 20, 4, 64, 0.9, n=1500)
+    trace = replace(trace, submit=np.floor(trace.submit / 600) * 600)  # ties in submission
+    q = Queues(trace, 64, limits)
+    cfg = grid_config(key)
+    assert q.started and np.array_equal(q.ranks(cfg), ranks_reference(q, cfg))

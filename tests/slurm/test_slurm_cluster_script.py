@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def script(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str
         **os.environ,
         "MIRAGE_SLURMCTLD_PORT": str(cluster.ctld_port),
         "MIRAGE_SLURMD_PORT": str(cluster.slurmd_port),
+        "MIRAGE_SLURMD_PORTS": ",".join(map(str, cluster.slurmd_ports)),
     }
     return subprocess.run(
         ["bash", str(SCRIPT), *args, "--dir", str(cluster.dir)],
@@ -102,6 +104,42 @@ def test_lifecycle_conf_extra_and_idempotence(small_dir: Path) -> None:
     assert "JobState=CANCELLED" in cluster.jobcomp_path.read_text()
 
 
+def test_several_nodes_on_one_machine(small_dir: Path) -> None:
+    """``--nodes 3``: three slurmd on this machine, each its own node and port; a job spans
+    them, one task on each."""
+    one = [
+        ln for ln in LocalCluster(small_dir / "one").render_conf().splitlines() if "NodeName=" in ln
+    ]
+    assert len(one) == 1 and " Port=" not in one[0]  # one node: as before --nodes
+    cluster = LocalCluster(small_dir / "c", cpus=2, nodes=3)
+    out = small_dir / "tasks.txt"
+    try:
+        cluster.start()
+        nodes = re.findall(
+            r"^NodeName=(\S+) .* Port=(\d+) CPUs=2 ", cluster.conf_path.read_text(), re.M
+        )
+        assert [int(p) for _, p in nodes] == cluster.slurmd_ports and len(nodes) == 3
+        client = get_client("cli", conf=cluster.conf_path, min_interval=0)
+        part = client.partition()
+        assert part.total_nodes == 3 and part.total_cpus == 6
+        client.submit(
+            f"srun -l printenv SLURMD_NODENAME > {out}",
+            {"N": 3, "n": 3, "t": "1:00", "o": "/dev/null"},
+        )
+        deadline = time.monotonic() + 60
+        while not (out.exists() and len(out.read_text().splitlines()) == 3):
+            assert time.monotonic() < deadline, "the three-node job did not run"
+            time.sleep(0.5)
+        ran = {line.split(": ", 1)[1] for line in out.read_text().splitlines()}
+        assert ran == {name for name, _ in nodes}
+        status = script(cluster, "status")  # the nodes from its slurm.conf
+        assert status.returncode == 0
+        assert [f"slurmd ({name}): running" in status.stdout for name, _ in nodes] == [True] * 3
+    finally:
+        cluster.stop()
+    assert script(cluster, "status").returncode == 3  # every slurmd stopped
+
+
 def test_port_taken_is_reported(small_dir: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -132,6 +170,10 @@ def test_bad_arguments() -> None:
         ["bash", str(SCRIPT), "start", "--cpus", "lots"], capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 1 and "--cpus must be a positive integer" in proc.stderr
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "start", "--nodes", "0"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 1 and "--nodes must be an integer from 1 to 99" in proc.stderr
     proc = subprocess.run(
         ["bash", str(SCRIPT), "start", "--conf-extra", "/nonexistent"],
         capture_output=True,

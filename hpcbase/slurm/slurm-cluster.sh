@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A single-node Slurm cluster on loopback, for tests and benchmarks.
+# A Slurm cluster on loopback (one node, or several on this machine), for tests and benchmarks.
 #
 #   scripts/slurm-cluster.sh start|stop|status|env [--dir DIR] [--cpus N] [--nodes N]
 #                            [--conf-extra FILE] [--accounting]
@@ -32,7 +32,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -425,8 +425,8 @@ start_accounting() {
     register
 }
 
-node_states() {  # each node's state, one per line
-    sinfo -h -N -n "$NODE_LIST" -o '%T' 2>/dev/null
+node_states() {  # "NODE STATE" per node and partition (a node in several partitions: one line each)
+    sinfo -h -N -n "$NODE_LIST" -o '%N %T' 2>/dev/null
 }
 
 slurmds_alive() {  # 0 if every node's slurmd runs; else names the one that exited
@@ -440,22 +440,18 @@ slurmds_alive() {  # 0 if every node's slurmd runs; else names the one that exit
 }
 
 wait_idle() {
-    local st="" deadline=$((SECONDS + 60)) up s
+    local st="" deadline=$((SECONDS + 60)) up
     while ((SECONDS < deadline)); do
         st=$(node_states || true)
-        up=0
-        for s in $st; do
-            case $s in
-                idle*|mixed*|alloc*|completing*|planned*) up=$((up + 1)) ;;
-            esac
-        done
+        # the nodes that are up, each counted once
+        up=$(awk '$2 ~ /^(idle|mixed|alloc|completing|planned)/ {print $1}' <<<"$st" | sort -u | wc -l)
         ((up == NODES)) && return 0
         # A running daemon that has died shows up here rather than after the timeout.
         pid_alive "$CTLD_PID" || { echo "slurm-cluster: slurmctld exited" >&2; log_tail slurmctld "$DIR/log/slurmctld.log"; exit 1; }
         slurmds_alive || exit 1
         sleep 0.1
     done
-    echo "slurm-cluster: nodes $NODE_LIST did not become idle within 60 s (states: $(echo ${st:-unknown}))" >&2
+    echo "slurm-cluster: nodes $NODE_LIST did not become idle within 60 s (states: $(tr '\n' ' ' <<<"${st:-unknown}"))" >&2
     log_tail slurmctld "$DIR/log/slurmctld.log"
     log_tail slurmd "${SLURMD_LOGS[0]}"
     exit 1

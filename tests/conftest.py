@@ -42,6 +42,7 @@ CLUSTER_FIXTURES = frozenset({"slurm_cluster", "slurmctld_control"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fail collection on a test that uses the Slurm cluster without the ``slurm`` mark."""
     unmarked = [
         item.nodeid
         for item in items

@@ -36,6 +36,7 @@ PartitionName=gpu Nodes=g[1-16]
 PartitionName=development Nodes=n[1-8] MaxTime=2:00:00
 AccountingStorageType=accounting_storage/slurmdbd
 PriorityType=priority/multifactor
+PriorityFlags=NO_FAIR_TREE
 PriorityWeightFairshare=100000
 PriorityWeightAge=1000
 PriorityDecayHalfLife=1-0

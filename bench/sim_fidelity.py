@@ -34,6 +34,14 @@ job: every backfill pass, every job's completion latency and submission; and it 
 Slurm's whole-second backfill map, a 6-ms epilog after each end (measured) during which
 nothing starts, and no main-scheduler run at a job's end (see ``replay``).
 
+``--nodes N``: the same 16 CPUs as N nodes of 16/N CPUs each (one slurmd per node on this
+machine, ``LocalCluster(nodes=N)``); a job's CPUs (``sbatch -n``) may span nodes, and the
+whole-node job takes them all.
+
+``--fairshare``: the same workload with each job submitted by one of the four accounts as
+under ``--qos`` (no QOS limits), and fair share weighted far above age and size
+(:data:`FAIRSHARE`), so the users' usage orders the queue.
+
 ``--qos``: the same workload with each job submitted by one of four local accounts (drawn
 per seed) under QOS limits (:data:`QOS`) in the cluster's own accounting database
 (MariaDB, slurmdbd; ``scripts/slurm-cluster.sh --accounting``); the simulator replays it
@@ -84,10 +92,19 @@ PriorityCalcPeriod=1
 # whole-node job for ever), and the accounts
 QOS = "MaxJobsPerUser=2"
 USERS = ("daemon", "bin", "sys", "games")
-# With --ctld-log: what the backfill scheduler planned, and why (the log grows to a few MB).
+# With --fairshare: the same users, with fair share outweighing age and size (Slurm's default
+# algorithm, Fair Tree), and usage that halves in 7 days, as at a site (with minutes,
+# Slurm's decay of each period's new usage over its own span reorders close users, and the
+# simulator folds new usage undecayed)
+FAIRSHARE = """\
+PriorityWeightFairshare=100000
+PriorityDecayHalfLife=7-0
+"""
+# With --ctld-log: what the backfill scheduler planned, and why, and when the decay thread ran
+# (the log grows to a few MB).
 DEBUG = """\
 SlurmctldDebug=debug2
-DebugFlags=Backfill,BackfillMap
+DebugFlags=Backfill,BackfillMap,Priority
 """
 
 
@@ -141,6 +158,8 @@ def save_run(
         saved["sim_start"] = sim_start
     if qos:
         saved["qos"] = qos
+    if any(j.user for j in jobs):
+        saved["users"] = True
     saved["jobs"] = [asdict(j) for j in jobs]
     dest.write_text(json.dumps(saved, indent=1))
 
@@ -182,6 +201,18 @@ def main() -> int:
     ap.add_argument(
         "--qos", action="store_true", help=f"jobs of {len(USERS)} users under QOS limits {QOS}"
     )
+    ap.add_argument(
+        "--fairshare",
+        action="store_true",
+        help=f"jobs of {len(USERS)} users ranked by fair share (its weight outweighs the rest)",
+    )
+    ap.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        choices=[n for n in range(1, CPUS + 1) if CPUS % n == 0],
+        help=f"the {CPUS} CPUs as this many nodes (default 1)",
+    )
     ap.add_argument("--timing", choices=("replay", "cycle", "aligned"), default="replay")
     ap.add_argument(
         "--default-timing",
@@ -201,21 +232,25 @@ def main() -> int:
                 rows = saved["real"]
                 conf.write_text(saved["slurm_conf"])
                 qos = saved.get("qos")
+                users = bool(saved.get("users", qos))
             else:
                 seed = 7 if args.seed is None else args.seed
                 extra = Path(d) / "sched.conf"
-                extra.write_text(SCHED + (DEBUG if args.ctld_log else ""))
+                fair = FAIRSHARE if args.fairshare else ""
+                extra.write_text(SCHED + fair + (DEBUG if args.ctld_log else ""))
                 qos = QOS if args.qos else None
+                users = args.qos or args.fairshare
                 rows = run_workload(
-                    workload(seed, users=args.qos),
+                    workload(seed, users=users),
                     extra,
-                    CPUS,
+                    CPUS // args.nodes,
                     conf_out=conf,
                     log_out=args.ctld_log,
                     qos=qos,
+                    nodes=args.nodes,
                 )
                 saved = {}
-            jobs = workload(seed, users=qos is not None)
+            jobs = workload(seed, users=users)
             if args.save and path is None:  # the real run is kept whatever happens next
                 save_run(args.save, seed, rows, conf.read_text(), qos, jobs)
             cfg = SlurmConfig.from_file(conf)
@@ -224,7 +259,9 @@ def main() -> int:
                 if args.default_timing:
                     timing = DEFAULT_TIMING
                 elif path is None and args.ctld_log:
-                    timing = measure_timing(args.ctld_log, rows, jobs, cfg.bf_interval)
+                    timing = measure_timing(
+                        args.ctld_log, rows, jobs, cfg.bf_interval, cfg.calc_period
+                    )
                 else:
                     timing = run_timing(path, saved, rows, jobs, cfg)
                 timing = replay(timing) if args.timing == "replay" else summary(timing)
@@ -233,6 +270,8 @@ def main() -> int:
         fig = compare(rows, sim_start, table=len(args.load or [None]) == 1)
         label = path.stem.removeprefix("sim_fidelity_real_") if path else f"seed {seed} (now)"
         label += " qos" if qos and path is None else ""
+        label += " fairshare" if args.fairshare and path is None else ""
+        label += f" {args.nodes} nodes" if args.nodes > 1 and path is None else ""
         how = (
             "aligned"
             if timing is None

@@ -53,6 +53,7 @@ TARGET_S = 20.0
 SAMPLE_JOBS = 20_000  # the workload the profile is fitted on (untimed)
 MULTIFACTOR_CONF = """\
 PriorityType=priority/multifactor
+PriorityFlags=NO_FAIR_TREE
 PriorityWeightAge=1000
 PriorityWeightFairshare=10000
 PriorityWeightJobSize=1000

@@ -85,6 +85,7 @@ def off_grid(seed: int) -> tuple[str, ...]:
     return (
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
+        "PriorityFlags=NO_FAIR_TREE",  # classic, as the sites of the recorded runs
         f"PriorityWeightFairshare={int(rng.integers(10_000, 100_001))}",
         f"PriorityWeightAge={int(rng.integers(0, 20_001))}",
         f"PriorityWeightJobSize={int(rng.integers(0, 30_001))}",

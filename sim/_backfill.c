@@ -643,13 +643,74 @@ static int set_slot(PyObject *job, int f, PyObject *value) {
 }
 
 /* The fair-share factors as the refresh reads them: per user code, v[user] itself, or
- * (lazy) 2^(-(v[user] / total) * scale) from the folded usage v; users past n get 1.0. */
+ * (lazy) from the folded usage v: classic 2^(-(v[user] / total) * scale), or with `tree`
+ * Fair Tree's rank (fs_tree below); users past n get 1.0. */
 typedef struct {
     const double *v;
     Py_ssize_t n;
     int lazy;
     double total, scale;
+    int tree;
 } FsView;
+
+/* Fair Tree (Slurm's default fair-share algorithm) on a flat tree of equal shares: users
+ * ranked by usage, the least used first; a user's factor is rank / m, where m counts the
+ * first `scale` users (the log's users) and the rank is m less the number of them with
+ * strictly less usage (ties share a rank; nobody's usage yet: 1.0 for all). */
+static struct {
+    double *f, *sorted;
+    Py_ssize_t cap;
+} fs_tree = {0};
+
+static int cmp_doubles(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The users Fair Tree ranks among: the first `scale`, at most the view's. */
+static inline Py_ssize_t fs_tree_users(const FsView *fs) {
+    Py_ssize_t m = (Py_ssize_t)(fs->scale > 1 ? fs->scale : 1);
+    return m > fs->n ? fs->n : m;
+}
+
+/* One user's Fair Tree factor, counted directly (an arrival between two ticks). */
+static double fs_tree_one(const FsView *fs, long long user) {
+    if (!(fs->total > 0)) return 1.0;
+    Py_ssize_t m = fs_tree_users(fs), less = 0;
+    for (Py_ssize_t w = 0; w < m; w++) less += fs->v[w] < fs->v[user];
+    return m > 0 ? (double)(m - less) / (double)m : 1.0;
+}
+
+/* Every user's Fair Tree factor into fs_tree.f, from one sort (a refresh; -1 with an
+ * exception set). */
+static int fs_tree_fill(const FsView *fs) {
+    Py_ssize_t n = fs->n;
+    if (n > fs_tree.cap) {
+        double *f = PyMem_Realloc(fs_tree.f, (size_t)n * sizeof(double));
+        if (f == NULL) { PyErr_NoMemory(); return -1; }
+        fs_tree.f = f;
+        double *srt = PyMem_Realloc(fs_tree.sorted, (size_t)n * sizeof(double));
+        if (srt == NULL) { PyErr_NoMemory(); return -1; }
+        fs_tree.sorted = srt;
+        fs_tree.cap = n;
+    }
+    Py_ssize_t m = fs_tree_users(fs);
+    memcpy(fs_tree.sorted, fs->v, (size_t)m * sizeof(double));
+    qsort(fs_tree.sorted, (size_t)m, sizeof(double), cmp_doubles);
+    for (Py_ssize_t u = 0; u < n; u++) {
+        if (!(fs->total > 0) || m == 0) {
+            fs_tree.f[u] = 1.0;
+            continue;
+        }
+        Py_ssize_t lo = 0, hi = m;  /* the users of the first m with less usage than u */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (fs_tree.sorted[mid] < fs->v[u]) lo = mid + 1; else hi = mid;
+        }
+        fs_tree.f[u] = (double)(m - lo) / (double)m;
+    }
+    return 0;
+}
 
 /* The lazy fair-share factors of one refresh, per user: each computed once per refresh (a
  * user's stamp equal to the refresh's generation marks its factor as computed). */
@@ -677,6 +738,7 @@ static int fs_memo_start(Py_ssize_t n) {
 static inline double fs_factor(const FsView *fs, long long user) {
     if (!fs->lazy) return fs->v[user];
     if (!(fs->total > 0)) return 1.0;
+    if (fs->tree) return fs_tree.f[user];  /* fs_tree_fill() ran for this view */
     if (fs_memo.gen[user] != fs_memo.cur) {
         fs_memo.f[user] = exp2(-(fs->v[user] / fs->total) * fs->scale);
         fs_memo.gen[user] = fs_memo.cur;
@@ -719,6 +781,7 @@ static Py_ssize_t prio_items(PyObject *order, PrioItem **out) {
 static int prio_tick(PrioItem *items, Py_ssize_t n, double tick, double w_age, double max_age,
                      double w_fs, const FsView *fs) {
     if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
+    if (w_fs != 0.0 && fs->lazy && fs->tree && fs->total > 0 && fs_tree_fill(fs) < 0) return -1;
     int unordered = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PrioItem *x = &items[i];
@@ -801,19 +864,20 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
  * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
  * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
  * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
- * array) or as (usage, total, scale), the folded usage from which each queued job's factor
- * 2^(-(usage / total) * scale) is computed here (sim.priority.FairShare: only the queued
- * users' factors are needed), or None; users past its end get 1.0. */
+ * array) or as (usage, total, scale[, tree]), the folded usage from which each queued job's
+ * factor is computed here, 2^(-(usage / total) * scale) or with `tree` Fair Tree's rank
+ * (sim.priority.FairShare: only the queued users' factors are needed), or None; users past
+ * its end get 1.0. */
 static PyObject *refresh(PyObject *self, PyObject *args) {
     PyObject *order, *fs;
     double tick, w_age, max_age, w_fs;
     if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
                           &w_fs, &fs))
         return NULL;
-    FsView fsv = {NULL, 0, 0, 0.0, 1.0};
+    FsView fsv = {NULL, 0, 0, 0.0, 1.0, 0};
     if (PyTuple_Check(fs)) {
-        if (!PyArg_ParseTuple(fs, "Odd;fs: expected (usage, total, scale)", &fs, &fsv.total,
-                              &fsv.scale))
+        if (!PyArg_ParseTuple(fs, "Odd|p;fs: expected (usage, total, scale[, tree])", &fs,
+                              &fsv.total, &fsv.scale, &fsv.tree))
             return NULL;
         fsv.lazy = 1;
     }
@@ -1244,7 +1308,7 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
  * The PriorityCalcPeriod ticks first, first + period, ... up to `limit` (each < limit) at
  * which nothing but the tick happens (sim/engine.py, _quiet_ticks): at each, the fair-share
  * usage is folded as FairShare.tick does (share: None without fair share, else (usage,
- * run_units, accrued, stamp, half_life, n_users, last, total)) and the queue refreshed as
+ * run_units, accrued, stamp, half_life, n_users, last, total[, tree])) and the queue refreshed as
  * refresh() does, stopping after the first tick whose refresh changed the order. Returns
  * the last tick done, whether its refresh changed the order, and the fair share's total
  * and last fold time after it. */
@@ -1264,11 +1328,12 @@ static PyObject *advance_ticks(PyObject *self, PyObject *args) {
     Py_ssize_t n_users = 1, n = -1;
     int n_bufs = 0;
     Py_buffer v[4];
-    FsView fsv = {NULL, 0, 1, 0.0, 1.0};
+    FsView fsv = {NULL, 0, 1, 0.0, 1.0, 0};
     if (share != Py_None) {
-        if (!PyArg_ParseTuple(share, "OOOOdndd;share: expected (usage, run_units, accrued, "
-                                     "stamp, half_life, n_users, last, total)",
-                              &o[0], &o[1], &o[2], &o[3], &half_life, &n_users, &last, &total))
+        if (!PyArg_ParseTuple(share, "OOOOdndd|p;share: expected (usage, run_units, accrued, "
+                                     "stamp, half_life, n_users, last, total[, tree])",
+                              &o[0], &o[1], &o[2], &o[3], &half_life, &n_users, &last, &total,
+                              &fsv.tree))
             return NULL;
         for (; n_bufs < 4; n_bufs++) {
             if (get_out(o[n_bufs], &v[n_bufs], n, 0, names[n_bufs]) < 0) {

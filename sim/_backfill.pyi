@@ -15,7 +15,7 @@ def refresh(
     w_age: float,
     max_age: float,
     w_fs: float,
-    fs: np.ndarray | tuple[np.ndarray, float, float] | None,
+    fs: np.ndarray | tuple[np.ndarray, float, float] | tuple[np.ndarray, float, float, bool] | None,
     /,
 ) -> bool: ...
 def insort(order: list[Any], job: Any, /) -> None: ...
@@ -38,7 +38,9 @@ def advance_ticks(
     w_age: float,
     max_age: float,
     w_fs: float,
-    share: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float] | None,
+    share: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float]
+    | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float, bool]
+    | None,
     /,
 ) -> tuple[float, bool, float, float]: ...
 def limit_filter(

@@ -46,7 +46,10 @@ class SlurmConfig:
     never sets a job's accrue time and has no usage per association, so the age and
     fair-share factors stay 0 (measured on Slurm 22.05: see bench/sim_fidelity.py). A config
     built in code assumes a site with accounting; one read from a file follows the file,
-    and Slurm's default there is none.
+    and Slurm's default there is none. ``fair_tree``: fair share by Fair Tree's rank, Slurm's
+    default since 19.05, rather than classic ``2^(-U/S)`` (``PriorityFlags=NO_FAIR_TREE``);
+    likewise a config built in code keeps classic, and one read from a file follows the
+    file, where Slurm's default is Fair Tree.
     """
 
     priority_type: str = "priority/basic"
@@ -60,6 +63,7 @@ class SlurmConfig:
     calc_period: float = 300.0
     favor_small: bool = False
     accrue_always: bool = False
+    fair_tree: bool = False
     scheduler_type: str = "sched/backfill"
     default_queue_depth: int = 100
     sched_interval: float = 60.0
@@ -101,7 +105,7 @@ class SlurmConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> SlurmConfig:
         """Read a slurm.conf (``Include`` lines followed)."""
-        cfg = cls(source=str(path), accounting=False)
+        cfg = cls(source=str(path), accounting=False, fair_tree=True)
         reader = _Reader(cfg)
         reader.read(Path(path))
         reader.finish()
@@ -109,7 +113,7 @@ class SlurmConfig:
 
     @classmethod
     def from_text(cls, text: str, name: str = "<slurm.conf>") -> SlurmConfig:
-        cfg = cls(source=name, accounting=False)
+        cfg = cls(source=name, accounting=False, fair_tree=True)
         reader = _Reader(cfg)
         reader.read_text(text, name, Path("."))
         reader.finish()
@@ -308,7 +312,9 @@ def _favor_small(cfg: SlurmConfig, value: str) -> None:
 
 
 def _priority_flags(cfg: SlurmConfig, value: str) -> None:
-    cfg.accrue_always = "ACCRUE_ALWAYS" in value.upper().split(",")
+    flags = value.upper().split(",")
+    cfg.accrue_always = "ACCRUE_ALWAYS" in flags
+    cfg.fair_tree = "NO_FAIR_TREE" not in flags
 
 
 def _accounting(cfg: SlurmConfig, value: str) -> None:

@@ -83,8 +83,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
     ``availability``: the units that may be allocated over time (sim/availability.py): of
     the one pool, or with node pools per partition (each a pool of its own that no other
     partition shares). ``limit_steps``: (time, limits) from which other limits on running
-    jobs hold (a site that changed its QOS). :meth:`run` always returns;
-    :meth:`never_started` lists what never ran.
+    jobs hold (a site that changed its QOS). ``users``: how many users share the fair share
+    (Fair Tree ranks each among them; default: the trace's, else 1). :meth:`run` always
+    returns; :meth:`never_started` lists what never ran.
     """
 
     #: do runs of calc ticks at which nothing else is due in one compiled call
@@ -107,6 +108,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         cycle: BackfillCycle | None = None,
         availability: Availability | Mapping[str, Availability] | None = None,
         limit_steps: Sequence[tuple[float, QosLimits]] = (),
+        users: int = 0,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -127,7 +129,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
             epoch = trace.start_epoch if trace is not None else 0.0
         self.epoch = float(epoch)
         n_users = int(trace.user.max()) + 1 if trace is not None and len(trace) else 1
+        n_users = max(n_users, users)
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
+        if cycle is not None:  # usage folded at every decay run, as slurmctld's thread does
+            self.prio.fairshare.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users)
         self._part_default = cfg.partition("")
         self._cpus_per_node = (
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1

@@ -86,6 +86,10 @@ class BackfillCycle:
     requests); the loop starts as that full run's ``sched_interval`` earlier, both clocks
     set then. None: the main scheduler runs ``batch_sched_delay`` after a submission, at
     once after an end (``main_on_end``) and every ``sched_interval`` of simulated time.
+
+    ``calc_phase``: slurmctld's decay thread (which folds fair-share usage and recomputes
+    every priority) runs every ``PriorityCalcPeriod`` from its own start, so its ticks fall
+    at ``calc_phase`` plus multiples of the period (0: at multiples of it from t = 0).
     """
 
     phase: float = 0.0
@@ -100,6 +104,7 @@ class BackfillCycle:
     main_wakes: tuple[float, ...] = ()
     main_full: tuple[bool, ...] = ()
     main_ticks: tuple[float, float, float] | None = None
+    calc_phase: float = 0.0
 
 
 class EngineState:
@@ -141,6 +146,7 @@ class EngineState:
         def _known(self, jid: int) -> bool: ...
 
         # sim/job_scheduler.py
+        def _calc_tick(self, now: float) -> float: ...
         def _refresh_priorities(self) -> bool: ...
         def _can_any_start(self) -> bool: ...
         def _main_pass(self, depth: int) -> None: ...

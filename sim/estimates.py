@@ -145,8 +145,7 @@ class StartEstimates(EngineState):
         free = st.free
         started: list[SimJob] = []
         extra: dict[int, list[int]] = {}  # per-user counts of the jobs the passes start
-        period = cfg.calc_period
-        stale = self.prio.time_dependent and math.floor(now / period) * period > st.prio_tick
+        stale = self.prio.time_dependent and self._calc_tick(now) > st.prio_tick
         main_dirty = st.main_dirty or cfg.batch_sched_delay <= 0
         full_main = st.full_main_due and cfg.sched_interval > 0 and now % cfg.sched_interval == 0
         if not (main_dirty or full_main or now >= st.calc_next):
@@ -201,8 +200,7 @@ class StartEstimates(EngineState):
         leaving the jobs' priorities and the fair-share usage as they were (``started``: jobs
         started since, which fair-share counts); True if the order changed."""
         model = self.prio
-        period = self.cfg.calc_period
-        tick = math.floor(self.state.now / period) * period
+        tick = self._calc_tick(self.state.now)
         factors = model.fairshare_factors
         if model.w_fairshare > 0:
             share = model.fairshare.copy()

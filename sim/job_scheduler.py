@@ -43,13 +43,20 @@ class MainScheduler(EngineState):
         free, minu = st.free, st.minu
         return free > 0 and free >= (minu if minu >= 0 else self._min_pending_units())
 
+    def _calc_tick(self, now: float) -> float:
+        """The latest ``PriorityCalcPeriod`` tick at or before ``now``: a multiple of the
+        period, shifted by the decay thread's phase under :class:`BackfillCycle`."""
+        period = self.cfg.calc_period
+        phase = self.cycle.calc_phase if self.cycle is not None else 0.0
+        return math.floor((now - phase) / period) * period + phase
+
     def _refresh_priorities(self) -> bool:
         """Recompute priorities as of the latest calc tick; True if the order changed."""
         st = self.state
         if not self.prio.time_dependent:
             return False
         period = self.cfg.calc_period
-        tick = math.floor(st.now / period) * period
+        tick = self._calc_tick(st.now)
         if tick <= st.prio_tick:
             return False
         st.prio_tick = tick

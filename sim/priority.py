@@ -1,9 +1,12 @@
 """Slurm's multifactor priority: age, fair-share, job size, partition and QOS factors.
 
-Fair-share is the classic ``F = 2^(-U/S)`` over a flat association tree (every user holds
-one equal share directly under root); ``U`` is the user's decayed usage (unit-seconds,
-half-life ``PriorityDecayHalfLife``) over everyone's. Usage is folded in lazily at each
-``PriorityCalcPeriod`` tick, as slurmctld's decay thread does.
+Fair-share is computed over a flat association tree (every user holds one equal share
+directly under root) from ``U``, the user's decayed usage (unit-seconds, half-life
+``PriorityDecayHalfLife``) over everyone's: either classic, ``F = 2^(-U/S)``
+(``PriorityFlags=NO_FAIR_TREE``), or Fair Tree, Slurm's default since 19.05, where users are
+ranked by usage and ``F = rank / users`` (the least used user gets 1; equal usage, equal
+rank). Usage is folded in lazily at each ``PriorityCalcPeriod`` tick, as slurmctld's decay
+thread does.
 
 Offline, :func:`submit_priorities` gives the priority each job of a trace had as it was
 submitted under a config, with the usage of the trace's recorded schedule: what a site
@@ -35,9 +38,14 @@ class FairShare:
 
     #: (accrued, run_units, stamp) as memoryviews, made when needed (not pickled)
     _views: tuple[memoryview[float], memoryview[float], memoryview[float]] | None = None
+    tree: bool = False  # Fair Tree (set per instance; a state pickled before it: classic)
+    #: (period, phase, n_users): fold the usage at every decay run a change passes, as
+    #: slurmctld's decay thread does (BackfillCycle); None: at the next priority refresh
+    decay_runs: tuple[float, float, int] | None = None
 
-    def __init__(self, half_life: float, n_users: int = 1) -> None:
+    def __init__(self, half_life: float, n_users: int = 1, tree: bool = False) -> None:
         self.half_life = half_life
+        self.tree = tree  # Fair Tree's rank instead of classic 2^(-U/S)
         self.usage = np.zeros(max(n_users, 1))
         self.run_units = np.zeros(max(n_users, 1))
         self.accrued = np.zeros(max(n_users, 1))
@@ -73,7 +81,18 @@ class FairShare:
 
     def change(self, user: int, delta_units: int, now: float) -> None:
         """A job of ``user`` started (+units) or ended (-units) at ``now`` (on memoryviews of
-        the arrays: Python floats, the same arithmetic without NumPy's scalar overhead)."""
+        the arrays: Python floats, the same arithmetic without NumPy's scalar overhead).
+
+        With :attr:`decay_runs`, a decay run passed since the last fold is folded first,
+        at its own time. Without, the next refresh folds at its tick what ran until then,
+        so a job that ended after that tick (and before the refresh) counts its run up to
+        its end at the tick: its last seconds (less than a period) one tick early."""
+        runs = self.decay_runs
+        if runs is not None:
+            period, phase, n_users = runs
+            last_run = math.floor((now - phase) / period) * period + phase
+            if last_run > self.last:
+                self.tick(last_run, n_users)
         if not 0 <= user < self.usage.shape[0]:
             self._grow(user)
         views = self._views
@@ -88,7 +107,7 @@ class FairShare:
         stamp[user] = now
         run_units[user] += delta_units
 
-    def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float]:
+    def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float, bool]:
         """Decay usage to ``now`` and add what running jobs accrued since the last tick
         (sim/_backfill.c). The factors are not computed here: only the queued users' are
         needed, and ``_backfill.refresh`` computes those from the :meth:`lazy_factors` this
@@ -103,15 +122,21 @@ class FairShare:
             self.last = now
         return self.lazy_factors()
 
-    def lazy_factors(self) -> tuple[np.ndarray, float, float]:
-        """The factors as ``_backfill.refresh`` takes them: (usage, total, scale)."""
-        return self.usage, self.total, self.scale
+    def lazy_factors(self) -> tuple[np.ndarray, float, float, bool]:
+        """The factors as ``_backfill.refresh`` takes them: (usage, total, scale, tree)."""
+        return self.usage, self.total, self.scale, self.tree
 
     def factor(self, user: int) -> float:
-        """The fair-share factor ``2^(-(U/total) * scale)`` of ``user`` as of the last tick
-        (1 before any usage), computed as ``_backfill`` computes it."""
+        """The fair-share factor of ``user`` as of the last tick (1 before any usage),
+        computed as ``_backfill`` computes it: classic ``2^(-(U/total) * scale)``, or with
+        :attr:`tree` Fair Tree's ``rank / m`` over the first ``m = scale`` users (the log's;
+        the rank is ``m`` less those of them with strictly less usage)."""
         if self.total <= 0 or not 0 <= user < self.usage.shape[0]:
             return 1.0
+        if self.tree:
+            m = min(max(int(self.scale), 1), self.usage.shape[0])
+            less = int(np.count_nonzero(self.usage[:m] < self.usage[user]))
+            return (m - less) / m
         return math.exp2(-(float(self.usage[user]) / self.total) * self.scale)
 
     def factors(self) -> np.ndarray:
@@ -129,7 +154,7 @@ class PriorityModel:
         # known node count, a job asking only for CPUs asks for one node.
         self.node_count = cfg.nodes if unit in ("cpus", "procs") and cfg.nodes else 0
         self.n_users = max(n_users, 1)
-        self.fairshare = FairShare(cfg.decay_half_life, n_users)
+        self.fairshare = FairShare(cfg.decay_half_life, n_users, tree=cfg.fair_tree)
         max_pf = max((p.priority_job_factor for p in cfg.partitions.values()), default=1)
         self.max_part_factor = max(max_pf, 1)
         # Without accounting Slurm accrues no age and keeps no usage: both factors are 0.
@@ -177,7 +202,7 @@ class PriorityModel:
         if self.w_fairshare > 0:
             share = (
                 fs.usage, fs.run_units, fs.accrued, fs.stamp,
-                fs.half_life, self.n_users, fs.last, fs.total,
+                fs.half_life, self.n_users, fs.last, fs.total, fs.tree,
             )  # fmt: skip
         tick, changed, total, last = _backfill.advance_ticks(
             order,
@@ -197,7 +222,7 @@ class PriorityModel:
     # each tick; keep the two in step (tests/sim/test_backfill_core.py compares them).
 
     @property
-    def fairshare_factors(self) -> tuple[np.ndarray, float, float] | None:
+    def fairshare_factors(self) -> tuple[np.ndarray, float, float, bool] | None:
         """The fair-share factors as of the last :meth:`begin_tick`, as ``_backfill.refresh``
         takes them (:meth:`FairShare.lazy_factors`); None without fair-share weight."""
         return self.fairshare.lazy_factors() if self.w_fairshare > 0 else None

@@ -420,12 +420,14 @@ def _scaled(pools: dict[str, int], total: int) -> dict[str, int]:
 def weight_lines(
     half_days: float, rate: float, size: float, max_age_days: float
 ) -> tuple[str, ...]:
-    """Multifactor ``slurm.conf`` lines: fair share at 100000, the others relative to it
-    (the age factor's rate per day of age, the job-size share), times in whole hours."""
+    """Multifactor ``slurm.conf`` lines: classic fair share (what the fit compares with a
+    log's ``Priority`` column) at 100000, the others relative to it (the age factor's rate
+    per day of age, the job-size share), times in whole hours."""
     age = rate * max_age_days
     return (
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
+        "PriorityFlags=NO_FAIR_TREE",
         "PriorityWeightFairshare=100000",
         f"PriorityWeightAge={round(age * 100000)}",
         f"PriorityWeightJobSize={round(size * 100000)}",
@@ -436,7 +438,7 @@ def weight_lines(
 
 def weights_text(weights: Sequence[float]) -> str:
     """:func:`weight_lines`'s weights in a few words (``WeightAge=... DecayHalfLife=...``)."""
-    return " ".join(w.removeprefix("Priority") for w in weight_lines(*weights)[2:])
+    return " ".join(w.removeprefix("Priority") for w in weight_lines(*weights)[3:])
 
 
 def priority_lines(key: str) -> list[str]:
@@ -447,6 +449,7 @@ def priority_lines(key: str) -> list[str]:
     return [
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
+        "PriorityFlags=NO_FAIR_TREE",
         "PriorityWeightFairshare=100000",
         "PriorityWeightAge=1000",
         *([f"PriorityWeightJobSize={size_weight}"] if size_weight else []),

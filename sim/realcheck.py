@@ -49,6 +49,7 @@ class Timing:
     mains: list[tuple[float, bool]] = field(default_factory=list)  # main runs (full?), log
     #: slurmctld's background loop: (a tick, its drift per tick, a full run's second)
     main_ticks: tuple[float, float, float] | None = None
+    calc_phase: float = 0.0  # the decay thread's runs: this plus multiples of the period
     source: str = "default"
 
     def cycle(self) -> BackfillCycle:
@@ -65,6 +66,7 @@ class Timing:
             main_wakes=tuple(t for t, _ in self.mains),
             main_full=tuple(full for _, full in self.mains),
             main_ticks=self.main_ticks,
+            calc_phase=self.calc_phase,
         )
 
 
@@ -143,6 +145,7 @@ def simulate(
         cycle=timing.cycle() if timing else None,
         limits=limits,
         limit_steps=steps,
+        users=len(users),
     )
     by_name = {r["name"]: r for r in rows}
     ids: dict[str, int] = {}
@@ -195,13 +198,18 @@ def simulate(
 
 
 def measure_timing(
-    log: Path, rows: list[dict], jobs: list[WorkloadJob], bf_interval: float = 1.0
+    log: Path,
+    rows: list[dict],
+    jobs: list[WorkloadJob],
+    bf_interval: float = 1.0,
+    calc_period: float = 300.0,
 ) -> Timing:
     """The run's sub-second timing from its slurmctld log (times in the log are local):
     the first backfill pass, the median pass run time (drift of passes one interval apart),
-    the median of (end processed - start - sleep) over backfill-started jobs, and each
-    submission. What the log lacks (an older log kept only the backfill lines) is
-    ``DEFAULT_TIMING``'s."""
+    the median of (end processed - start - sleep) over backfill-started jobs, each
+    submission, and the decay thread's phase within ``calc_period`` (its runs, logged with
+    ``DebugFlags=Priority``). What the log lacks (an older log kept only the backfill
+    lines) is ``DEFAULT_TIMING``'s."""
     t0 = min(r["submit"] for r in rows)
     name = {r["job_id"]: r["name"] for r in rows}
     sleep = {j.name: float(j.sleep_s) for j in jobs}
@@ -236,6 +244,9 @@ def measure_timing(
     t.submits = {name[j]: w for w, j in found["submit"] if j in name}
     if t.submits:
         measured.append("submissions")
+    if found["decay"]:
+        t.calc_phase = found["decay"][0][0] % calc_period
+        measured.append("decay thread")
     t.source = "measured: " + ", ".join(measured) if measured else "default"
     return t
 
@@ -331,7 +342,7 @@ def run_timing(
         for suffix in (".ctld.log.gz", ".backfill.log.gz"):
             log = path.with_name(path.stem + suffix)
             if log.exists():
-                return measure_timing(log, rows, jobs, cfg.bf_interval)
+                return measure_timing(log, rows, jobs, cfg.bf_interval, cfg.calc_period)
     return DEFAULT_TIMING
 
 

@@ -3,8 +3,9 @@ backfill scheduler ran and what it planned, to the millisecond.
 
 The log stamps lines ``[YYYY-MM-DDTHH:MM:SS.mmm]`` in the controller's local time; times
 returned here are Unix seconds. The lines read are those of Slurm 22.05 at ``debug``
-(submissions, ends, main-scheduler starts) and with ``DebugFlags=Backfill`` (passes, starts
-and plans of the backfill scheduler). A ``.gz`` log is read as such.
+(submissions, ends, main-scheduler starts), with ``DebugFlags=Backfill`` (passes, starts
+and plans of the backfill scheduler) and with ``DebugFlags=Priority`` (the decay thread's
+runs). A ``.gz`` log is read as such.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ EVENTS: dict[str, re.Pattern[str]] = {
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
     "main": re.compile(_STAMP + r"debug:  sched: Running job scheduler for default depth"),
     "main_full": re.compile(_STAMP + r"debug:  sched: Running job scheduler for full queue"),
+    # the decay thread's runs (DebugFlags=Priority): Fair Tree's or classic's line
+    "decay": re.compile(
+        _STAMP + r".*(?:Fair Tree fairshare algorithm, starting at root|"
+        r"Decay factor over)"
+    ),
 }
 """Event kind -> the line that marks it (group 1 the time, group 2 the job id if any)."""
 
@@ -36,6 +42,7 @@ TIMING_LINES = re.compile(
     r"|_job_complete: JobId=\d+ done|_dump_job_sched: JobId"
     r"|_slurm_rpc_epilog_complete: JobId|sched: Allocate JobId|backfill: completed testing"
     r"|sched: Running job scheduler|Spawning RPC agent for msg_type REQUEST_TERMINATE_JOB"
+    r"|Fair Tree fairshare algorithm, starting at root|Decay factor over"
 )
 """The lines worth keeping of a debug log for the timing and the plans (a filter: a full
 ``debug2`` log of a short run is megabytes, these lines a few kB)."""

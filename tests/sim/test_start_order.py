@@ -75,6 +75,7 @@ def test_weights_off_the_grid_are_refined_from_the_nearest_setting():
     site = [
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
+        "PriorityFlags=NO_FAIR_TREE",  # classic, the model the inference fits
         "PriorityWeightFairshare=50000",
         "PriorityWeightAge=20000",
         "PriorityWeightJobSize=25000",
@@ -103,6 +104,7 @@ def test_weights_off_the_grid_bound_an_order_the_grid_nearly_bounds():
     site = [
         "AccountingStorageType=accounting_storage/slurmdbd",
         "PriorityType=priority/multifactor",
+        "PriorityFlags=NO_FAIR_TREE",  # classic, the model the inference fits
         "PriorityWeightFairshare=10000",
         "PriorityWeightAge=5000",
         "PriorityWeightJobSize=30000",

@@ -164,7 +164,14 @@ def save_run(
     dest.write_text(json.dumps(saved, indent=1))
 
 
-def print_reproducibility(recorded: dict[tuple[int, str], list[tuple[str, list[dict]]]]) -> None:
+def variant(seed: int, qos: str | None, users: bool, slurm_conf: str) -> tuple[object, ...]:
+    """What makes two recordings the same workload: the seed, the QOS limits, the users,
+    the node count and fair share (read from the slurm.conf the run used)."""
+    nodes = sum(line.startswith("NodeName=") for line in slurm_conf.splitlines())
+    return (seed, qos or "", users, nodes, "PriorityWeightFairshare" in slurm_conf)
+
+
+def print_reproducibility(recorded: dict[tuple[object, ...], list[tuple[str, list[dict]]]]) -> None:
     """For every workload recorded more than once, real Slurm against itself."""
     lines = [
         (f"{la} vs {lb}", real_vs_real(ra, rb))
@@ -221,8 +228,8 @@ def main() -> int:
     )
     args = ap.parse_args()
     runs: list[tuple[str, Figures, str]] = []
-    # (seed, QOS limits) -> its real runs: one workload
-    recorded: dict[tuple[int, str], list[tuple[str, list[dict]]]] = {}
+    # variant() -> its real runs: one workload
+    recorded: dict[tuple[object, ...], list[tuple[str, list[dict]]]] = {}
     for path in args.load or [None]:
         with tempfile.TemporaryDirectory() as d:
             conf = Path(d) / "slurm.conf"
@@ -278,7 +285,7 @@ def main() -> int:
             else f"{'replay' if timing.latencies else 'cycle'}, {timing.source}"
         )
         runs.append((label, fig, how))
-        recorded.setdefault((seed, qos or ""), []).append((label, rows))
+        recorded.setdefault(variant(seed, qos, users, conf_text), []).append((label, rows))
         if args.save and path is None:
             save_run(args.save, seed, rows, conf_text, qos, jobs, sim_start)
             if args.ctld_log:  # the lines the timing is measured from, beside the rows

@@ -186,6 +186,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         if self._pools is not None:
             self.state.seg_cap = list(self._pools.seg_size)
             self.state.seg_debt = [0] * len(self._pools.seg_size)
+        self._epilog_of = dict(cycle.epilogs) if cycle is not None else {}
         if cycle is not None:
             if min(
                 cycle.phase, cycle.cost, cycle.end_latency, cycle.completing, cycle.epilog
@@ -658,9 +659,10 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
                         self._push(st.cg_until, _KICK, None)
                     elif cycle is not None and cycle.epilog > 0:
                         # its node stays COMPLETING until the epilog ends: nothing starts
-                        st.cg_until = max(st.cg_until, t + cycle.epilog)
+                        hold = self._epilog_of.get(job.name, cycle.epilog)
+                        st.cg_until = max(st.cg_until, t + hold)
                         if end_main:
-                            self._push(t + cycle.epilog, _KICK, None)
+                            self._push(t + hold, _KICK, None)
                 events = True
                 st.main_dirty = st.main_dirty or end_main
                 if ticks:

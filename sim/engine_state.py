@@ -87,6 +87,10 @@ class BackfillCycle:
     set then. None: the main scheduler runs ``batch_sched_delay`` after a submission, at
     once after an end (``main_on_end``) and every ``sched_interval`` of simulated time.
 
+    ``epilogs``: (job name, seconds) of jobs whose epilog is measured (a log at ``debug2``
+    names the late ones): after such a job's end nothing starts for that long, in place of
+    ``epilog``.
+
     ``calc_phase``: slurmctld's decay thread (which folds fair-share usage and recomputes
     every priority) runs every ``PriorityCalcPeriod`` from its own start, so its ticks fall
     at ``calc_phase`` plus multiples of the period (0: at multiples of it from t = 0).
@@ -105,6 +109,7 @@ class BackfillCycle:
     main_full: tuple[bool, ...] = ()
     main_ticks: tuple[float, float, float] | None = None
     calc_phase: float = 0.0
+    epilogs: tuple[tuple[str, float], ...] = ()
 
 
 class EngineState:

@@ -50,6 +50,7 @@ class Timing:
     #: slurmctld's background loop: (a tick, its drift per tick, a full run's second)
     main_ticks: tuple[float, float, float] | None = None
     calc_phase: float = 0.0  # the decay thread's runs: this plus multiples of the period
+    epilogs: dict[str, float] = field(default_factory=dict)  # per job, the late ones, log
     source: str = "default"
 
     def cycle(self) -> BackfillCycle:
@@ -67,6 +68,7 @@ class Timing:
             main_full=tuple(full for _, full in self.mains),
             main_ticks=self.main_ticks,
             calc_phase=self.calc_phase,
+            epilogs=tuple(sorted(self.epilogs.items())),
         )
 
 
@@ -102,7 +104,7 @@ def replay(t: Timing) -> Timing:
 def summary(t: Timing) -> Timing:
     """The ``cycle`` timing: ``t`` without what is measured job by job or pass by pass.
     With the background loop's ticks (``main_ticks``) the rest is as ``replay``'s."""
-    t = replace(t, latencies={}, passes=[], mains=[])
+    t = replace(t, latencies={}, passes=[], mains=[], epilogs={})
     return t if t.main_ticks is None else _as_replayed(t)
 
 
@@ -244,6 +246,8 @@ def measure_timing(
     t.submits = {name[j]: w for w, j in found["submit"] if j in name}
     if t.submits:
         measured.append("submissions")
+    ended = {name[j]: w for w, j in found["end"] if j in name}
+    t.epilogs = {name[j]: w - ended[name[j]] for w, j in found["epilog"] if name.get(j) in ended}
     if found["decay"]:
         t.calc_phase = found["decay"][0][0] % calc_period
         measured.append("decay thread")

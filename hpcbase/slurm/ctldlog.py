@@ -27,6 +27,8 @@ EVENTS: dict[str, re.Pattern[str]] = {
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
     "main": re.compile(_STAMP + r"debug:  sched: Running job scheduler for default depth"),
     "main_full": re.compile(_STAMP + r"debug:  sched: Running job scheduler for full queue"),
+    # an epilog that completed late enough to be logged (debug2)
+    "epilog": re.compile(_STAMP + r"debug2: _slurm_rpc_epilog_complete: JobId=(\d+) "),
     # the decay thread's runs (DebugFlags=Priority): Fair Tree's or classic's line
     "decay": re.compile(
         _STAMP + r".*(?:Fair Tree fairshare algorithm, starting at root|"

@@ -5,8 +5,9 @@ directly under root) from ``U``, the user's decayed usage (unit-seconds, half-li
 ``PriorityDecayHalfLife``) over everyone's: either classic, ``F = 2^(-U/S)``
 (``PriorityFlags=NO_FAIR_TREE``), or Fair Tree, Slurm's default since 19.05, where users are
 ranked by usage and ``F = rank / users`` (the least used user gets 1; equal usage, equal
-rank). Usage is folded in lazily at each ``PriorityCalcPeriod`` tick, as slurmctld's decay
-thread does.
+rank). Usage is folded at the ``PriorityCalcPeriod`` ticks, as slurmctld's decay thread
+does: lazily, at the next priority refresh, or (``FairShare.decay_runs``, under
+``BackfillCycle``) at every decay run a job's start or end passes.
 
 Offline, :func:`submit_priorities` gives the priority each job of a trace had as it was
 submitted under a config, with the usage of the trace's recorded schedule: what a site

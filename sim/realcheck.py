@@ -209,7 +209,8 @@ def measure_timing(
     """The run's sub-second timing from its slurmctld log (times in the log are local):
     the first backfill pass, the median pass run time (drift of passes one interval apart),
     the median of (end processed - start - sleep) over backfill-started jobs, each
-    submission, and the decay thread's phase within ``calc_period`` (its runs, logged with
+    submission, the epilogs the log names (a ``debug2`` log names the late ones), and the
+    decay thread's phase within ``calc_period`` (its runs, logged with
     ``DebugFlags=Priority``). What the log lacks (an older log kept only the backfill
     lines) is ``DEFAULT_TIMING``'s."""
     t0 = min(r["submit"] for r in rows)

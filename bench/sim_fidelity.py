@@ -38,9 +38,11 @@ nothing starts, and no main-scheduler run at a job's end (see ``replay``).
 machine, ``LocalCluster(nodes=N)``); a job's CPUs (``sbatch -n``) may span nodes, and the
 whole-node job takes them all.
 
-``--fairshare``: the same workload with each job submitted by one of the four accounts as
-under ``--qos`` (no QOS limits), and fair share weighted far above age and size
-(:data:`FAIRSHARE`), so the users' usage orders the queue.
+``--fairshare [WEIGHT]``: the same workload with each job submitted by one of the four
+accounts as under ``--qos`` (no QOS limits), under fair share (:data:`FAIRSHARE`). Its weight
+is 100000 by default, far above age and size, so that only the users' order counts;
+``--fairshare 1000`` weighs it as age and size are weighed, so that the factor's values
+count too (Fair Tree's rank / users against classic ``2^(-U/S)``).
 
 ``--qos``: the same workload with each job submitted by one of four local accounts (drawn
 per seed) under QOS limits (:data:`QOS`) in the cluster's own accounting database
@@ -92,12 +94,13 @@ PriorityCalcPeriod=1
 # whole-node job for ever), and the accounts
 QOS = "MaxJobsPerUser=2"
 USERS = ("daemon", "bin", "sys", "games")
-# With --fairshare: the same users, with fair share outweighing age and size (Slurm's default
-# algorithm, Fair Tree), and usage that halves in 7 days, as at a site (with minutes,
-# Slurm's decay of each period's new usage over its own span reorders close users, and the
-# simulator folds new usage undecayed)
+# With --fairshare: the same users under fair share (Slurm's default algorithm, Fair Tree),
+# by default outweighing age and size, and usage that halves in 7 days, as at a site (with
+# minutes, Slurm's decay of each period's new usage over its own span reorders close users,
+# and the simulator folds new usage undecayed)
+FAIRSHARE_WEIGHT = 100000
 FAIRSHARE = """\
-PriorityWeightFairshare=100000
+PriorityWeightFairshare={weight}
 PriorityDecayHalfLife=7-0
 """
 # With --ctld-log: what the backfill scheduler planned, and why, and when the decay thread ran
@@ -166,9 +169,10 @@ def save_run(
 
 def variant(seed: int, qos: str | None, users: bool, slurm_conf: str) -> tuple[object, ...]:
     """What makes two recordings the same workload: the seed, the QOS limits, the users,
-    the node count and fair share (read from the slurm.conf the run used)."""
+    the node count and the fair-share weight (read from the slurm.conf the run used)."""
     nodes = sum(line.startswith("NodeName=") for line in slurm_conf.splitlines())
-    return (seed, qos or "", users, nodes, "PriorityWeightFairshare" in slurm_conf)
+    weight = re.search(r"^PriorityWeightFairshare=(\d+)", slurm_conf, re.M)
+    return (seed, qos or "", users, nodes, int(weight.group(1)) if weight else 0)
 
 
 def print_reproducibility(recorded: dict[tuple[object, ...], list[tuple[str, list[dict]]]]) -> None:
@@ -210,8 +214,12 @@ def main() -> int:
     )
     ap.add_argument(
         "--fairshare",
-        action="store_true",
-        help=f"jobs of {len(USERS)} users ranked by fair share (its weight outweighs the rest)",
+        type=int,
+        nargs="?",
+        const=FAIRSHARE_WEIGHT,
+        metavar="WEIGHT",
+        help=f"jobs of {len(USERS)} users under fair share of this weight "
+        f"(default {FAIRSHARE_WEIGHT}: it outweighs age and size, 1000 each)",
     )
     ap.add_argument(
         "--nodes",
@@ -243,10 +251,10 @@ def main() -> int:
             else:
                 seed = 7 if args.seed is None else args.seed
                 extra = Path(d) / "sched.conf"
-                fair = FAIRSHARE if args.fairshare else ""
+                fair = FAIRSHARE.format(weight=args.fairshare) if args.fairshare else ""
                 extra.write_text(SCHED + fair + (DEBUG if args.ctld_log else ""))
                 qos = QOS if args.qos else None
-                users = args.qos or args.fairshare
+                users = args.qos or bool(args.fairshare)
                 rows = run_workload(
                     workload(seed, users=users),
                     extra,
@@ -277,7 +285,7 @@ def main() -> int:
         fig = compare(rows, sim_start, table=len(args.load or [None]) == 1)
         label = path.stem.removeprefix("sim_fidelity_real_") if path else f"seed {seed} (now)"
         label += " qos" if qos and path is None else ""
-        label += " fairshare" if args.fairshare and path is None else ""
+        label += f" fairshare {args.fairshare}" if args.fairshare and path is None else ""
         label += f" {args.nodes} nodes" if args.nodes > 1 and path is None else ""
         how = (
             "aligned"

@@ -651,12 +651,15 @@ typedef struct {
     int lazy;
     double total, scale;
     int tree;
+    Py_ssize_t associations;  /* Fair Tree's divisor: the tree's user associations (0: m) */
 } FsView;
 
 /* Fair Tree (Slurm's default fair-share algorithm) on a flat tree of equal shares: users
- * ranked by usage, the least used first; a user's factor is rank / m, where m counts the
- * first `scale` users (the log's users) and the rank is m less the number of them with
- * strictly less usage (ties share a rank; nobody's usage yet: 1.0 for all). */
+ * ranked by usage, the least used first; a user's factor is rank / A, where the rank is m
+ * less the number of the first m = `scale` users (the log's) with strictly less usage (ties
+ * share a rank) and A is the tree's count of user associations, at least m: Slurm divides
+ * by all of them, and those outside the ranked users' account (root's own) rank above them
+ * while they run nothing. Nobody's usage yet: the whole tree ties, 1.0 for all. */
 static struct {
     double *f, *sorted;
     Py_ssize_t cap;
@@ -673,12 +676,17 @@ static inline Py_ssize_t fs_tree_users(const FsView *fs) {
     return m > fs->n ? fs->n : m;
 }
 
+/* What Fair Tree divides a rank by: the user associations, at least the m users ranked. */
+static inline double fs_tree_divisor(const FsView *fs, Py_ssize_t m) {
+    return (double)(fs->associations > m ? fs->associations : m);
+}
+
 /* One user's Fair Tree factor, counted directly (an arrival between two ticks). */
 static double fs_tree_one(const FsView *fs, long long user) {
     if (!(fs->total > 0)) return 1.0;
     Py_ssize_t m = fs_tree_users(fs), less = 0;
     for (Py_ssize_t w = 0; w < m; w++) less += fs->v[w] < fs->v[user];
-    return m > 0 ? (double)(m - less) / (double)m : 1.0;
+    return m > 0 ? (double)(m - less) / fs_tree_divisor(fs, m) : 1.0;
 }
 
 /* Every user's Fair Tree factor into fs_tree.f, from one sort (a refresh; -1 with an
@@ -695,6 +703,7 @@ static int fs_tree_fill(const FsView *fs) {
         fs_tree.cap = n;
     }
     Py_ssize_t m = fs_tree_users(fs);
+    double divisor = fs_tree_divisor(fs, m);
     memcpy(fs_tree.sorted, fs->v, (size_t)m * sizeof(double));
     qsort(fs_tree.sorted, (size_t)m, sizeof(double), cmp_doubles);
     for (Py_ssize_t u = 0; u < n; u++) {
@@ -707,7 +716,7 @@ static int fs_tree_fill(const FsView *fs) {
             Py_ssize_t mid = lo + (hi - lo) / 2;
             if (fs_tree.sorted[mid] < fs->v[u]) lo = mid + 1; else hi = mid;
         }
-        fs_tree.f[u] = (double)(m - lo) / (double)m;
+        fs_tree.f[u] = (double)(m - lo) / divisor;
     }
     return 0;
 }
@@ -864,8 +873,9 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
  * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
  * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
  * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
- * array) or as (usage, total, scale[, tree]), the folded usage from which each queued job's
- * factor is computed here, 2^(-(usage / total) * scale) or with `tree` Fair Tree's rank
+ * array) or as (usage, total, scale[, tree, associations]), the folded usage from which each
+ * queued job's factor is computed here, 2^(-(usage / total) * scale) or with `tree` Fair
+ * Tree's rank
  * (sim.priority.FairShare: only the queued users' factors are needed), or None; users past
  * its end get 1.0. */
 static PyObject *refresh(PyObject *self, PyObject *args) {
@@ -874,10 +884,10 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
                           &w_fs, &fs))
         return NULL;
-    FsView fsv = {NULL, 0, 0, 0.0, 1.0, 0};
+    FsView fsv = {NULL, 0, 0, 0.0, 1.0, 0, 0};
     if (PyTuple_Check(fs)) {
-        if (!PyArg_ParseTuple(fs, "Odd|p;fs: expected (usage, total, scale[, tree])", &fs,
-                              &fsv.total, &fsv.scale, &fsv.tree))
+        if (!PyArg_ParseTuple(fs, "Odd|pn;fs: expected (usage, total, scale[, tree, associations])",
+                              &fs, &fsv.total, &fsv.scale, &fsv.tree, &fsv.associations))
             return NULL;
         fsv.lazy = 1;
     }
@@ -1308,7 +1318,8 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
  * The PriorityCalcPeriod ticks first, first + period, ... up to `limit` (each < limit) at
  * which nothing but the tick happens (sim/engine.py, _quiet_ticks): at each, the fair-share
  * usage is folded as FairShare.tick does (share: None without fair share, else (usage,
- * run_units, accrued, stamp, half_life, n_users, last, total[, tree])) and the queue refreshed as
+ * run_units, accrued, stamp, half_life, n_users, last, total[, tree, associations])) and the
+ * queue refreshed as
  * refresh() does, stopping after the first tick whose refresh changed the order. Returns
  * the last tick done, whether its refresh changed the order, and the fair share's total
  * and last fold time after it. */
@@ -1328,12 +1339,13 @@ static PyObject *advance_ticks(PyObject *self, PyObject *args) {
     Py_ssize_t n_users = 1, n = -1;
     int n_bufs = 0;
     Py_buffer v[4];
-    FsView fsv = {NULL, 0, 1, 0.0, 1.0, 0};
+    FsView fsv = {NULL, 0, 1, 0.0, 1.0, 0, 0};
     if (share != Py_None) {
-        if (!PyArg_ParseTuple(share, "OOOOdndd|p;share: expected (usage, run_units, accrued, "
-                                     "stamp, half_life, n_users, last, total[, tree])",
+        if (!PyArg_ParseTuple(share, "OOOOdndd|pn;share: expected (usage, run_units, accrued, "
+                                     "stamp, half_life, n_users, last, total[, tree, "
+                                     "associations])",
                               &o[0], &o[1], &o[2], &o[3], &half_life, &n_users, &last, &total,
-                              &fsv.tree))
+                              &fsv.tree, &fsv.associations))
             return NULL;
         for (; n_bufs < 4; n_bufs++) {
             if (get_out(o[n_bufs], &v[n_bufs], n, 0, names[n_bufs]) < 0) {

@@ -15,7 +15,11 @@ def refresh(
     w_age: float,
     max_age: float,
     w_fs: float,
-    fs: np.ndarray | tuple[np.ndarray, float, float] | tuple[np.ndarray, float, float, bool] | None,
+    fs: np.ndarray
+    | tuple[np.ndarray, float, float]
+    | tuple[np.ndarray, float, float, bool]
+    | tuple[np.ndarray, float, float, bool, int]
+    | None,
     /,
 ) -> bool: ...
 def insort(order: list[Any], job: Any, /) -> None: ...
@@ -40,6 +44,7 @@ def advance_ticks(
     w_fs: float,
     share: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float]
     | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float, bool]
+    | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float, bool, int]
     | None,
     /,
 ) -> tuple[float, bool, float, float]: ...

@@ -159,19 +159,19 @@ static int can_any_start(const Life *L, double now) {
 /* ------------------------------------------------------------------ scheduler passes */
 
 /* The fair share as advance_ticks() takes it: (usage, run_units, accrued, stamp,
- * half_life, n_users, last, total, tree); None without fair-share weight. */
+ * half_life, n_users, last, total, tree, associations); None without fair-share weight. */
 static PyObject *share_args(const Life *L, const Ev *E, PyObject *fs) {
     if (L->w_fs == 0.0) Py_RETURN_NONE;
-    static const int keys[8] = {A_USAGE, A_RUN_UNITS, A_ACCRUED, A_STAMP, A_HALF_LIFE, A_LAST,
-                                A_TOTAL, A_TREE};
-    PyObject *v[8] = {NULL};
+    static const int keys[9] = {A_USAGE, A_RUN_UNITS, A_ACCRUED, A_STAMP, A_HALF_LIFE, A_LAST,
+                                A_TOTAL, A_TREE, A_ASSOCIATIONS};
+    PyObject *v[9] = {NULL};
     PyObject *r = NULL;
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 9; k++)
         if ((v[k] = PyObject_GetAttr(fs, attr_keys[keys[k]])) == NULL) goto done;
-    r = Py_BuildValue("(OOOOOnOOO)", v[0], v[1], v[2], v[3], v[4], E->n_users, v[5], v[6],
-                      v[7]);
+    r = Py_BuildValue("(OOOOOnOOOO)", v[0], v[1], v[2], v[3], v[4], E->n_users, v[5], v[6],
+                      v[7], v[8]);
 done:
-    for (int k = 0; k < 8; k++) Py_XDECREF(v[k]);
+    for (int k = 0; k < 9; k++) Py_XDECREF(v[k]);
     return r;
 }
 

@@ -36,7 +36,7 @@ enum { A_ORDER, A_PENDING, A_RUNNING, A_HEAP, A_ENDS, A_FREE, A_MINU, A_SEQ, A_N
        A_BF_DIRTY, A_BF_RAN_AT, A_FULL_MAIN_DUE, A_MAIN_DIRTY, A_CALC_NEXT, A_CAP, A_CG_UNTIL,
        A_MAIN_RAN_AT, N_STATE,
        A_WAITERS = N_STATE, A_ACCRUED, A_RUN_UNITS, A_STAMP, A_USAGE, A_TOTAL, A_SCALE,
-       A_LAST, A_HALF_LIFE, A_TREE,
+       A_LAST, A_HALF_LIFE, A_TREE, A_ASSOCIATIONS,
        A_RELEASE, A_ARRIVE, A_TRACE_JOB, A_TRIM, A_CHECK_ELIGIBLE, A_JOB_ID,
        A_START_INDICES, A_ON_START, N_ATTRS };
 static const char *ATTR_NAMES[N_ATTRS] = {
@@ -45,7 +45,7 @@ static const char *ATTR_NAMES[N_ATTRS] = {
     "kick_at", "bf_dirty", "bf_ran_at", "full_main_due", "main_dirty", "calc_next", "cap",
     "cg_until", "main_ran_at",
     "waiters", "accrued", "run_units", "stamp", "usage", "total", "scale", "last", "half_life",
-    "tree", "_release",
+    "tree", "associations", "_release",
     "_arrive", "_trace_job", "_trim_min_units", "_check_eligible", "id",
     "_start_indices", "on_start",
 };
@@ -615,17 +615,21 @@ static int arrival_priority(const Life *L, double p, double accrue, long long us
         PyObject *so = PyObject_GetAttr(fs, attr_keys[A_SCALE]);
         PyObject *uo = PyObject_GetAttr(fs, attr_keys[A_USAGE]);
         PyObject *tr = PyObject_GetAttr(fs, attr_keys[A_TREE]);
+        PyObject *ao = tr == NULL ? NULL : PyObject_GetAttr(fs, attr_keys[A_ASSOCIATIONS]);
         Py_DECREF(fs);
         int tree = tr == NULL ? -1 : PyObject_IsTrue(tr);
-        int bad = to == NULL || so == NULL || uo == NULL || tree < 0 ||
+        Py_ssize_t associations = ao == NULL ? -1 : PyLong_AsSsize_t(ao);
+        int bad = to == NULL || so == NULL || uo == NULL || tree < 0 || ao == NULL ||
+                  (associations == -1 && PyErr_Occurred()) ||
                   read_double(to, &total) < 0 || read_double(so, &scale) < 0;
         Py_buffer v = {0};
-        FsView fsv = {NULL, 0, 1, 0.0, 1.0, 0};
+        FsView fsv = {NULL, 0, 1, 0.0, 1.0, 0, 0};
         if (!bad && total > 0) {  /* FairShare.factor */
             bad = fs_view(uo, &v, &fsv) < 0;
             fsv.total = total;
             fsv.scale = scale;
             fsv.tree = tree;
+            fsv.associations = associations;
             if (!bad && user >= 0 && user < fsv.n)
                 f = tree ? fs_tree_one(&fsv, user) : exp2(-(fsv.v[user] / total) * scale);
             if (fsv.v) PyBuffer_Release(&v);
@@ -634,6 +638,7 @@ static int arrival_priority(const Life *L, double p, double accrue, long long us
         Py_XDECREF(so);
         Py_XDECREF(uo);
         Py_XDECREF(tr);
+        Py_XDECREF(ao);
         if (bad) return -1;
         p += L->w_fs * f;
     }

@@ -84,7 +84,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
     the one pool, or with node pools per partition (each a pool of its own that no other
     partition shares). ``limit_steps``: (time, limits) from which other limits on running
     jobs hold (a site that changed its QOS). ``users``: how many users share the fair share
-    (Fair Tree ranks each among them; default: the trace's, else 1). :meth:`run` always
+    (Fair Tree ranks each among them; default: the trace's, else 1); ``associations``: the
+    user associations of the whole tree, which Fair Tree divides a rank by (default: the
+    users; more where the tree holds others, such as root's own). :meth:`run` always
     returns; :meth:`never_started` lists what never ran.
     """
 
@@ -109,6 +111,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         availability: Availability | Mapping[str, Availability] | None = None,
         limit_steps: Sequence[tuple[float, QosLimits]] = (),
         users: int = 0,
+        associations: int = 0,
     ) -> None:
         self.cfg = cfg = config or SlurmConfig()
         self.cycle = cycle
@@ -131,6 +134,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         n_users = int(trace.user.max()) + 1 if trace is not None and len(trace) else 1
         n_users = max(n_users, users)
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
+        self.prio.fairshare.associations = associations
         if cycle is not None:  # usage folded at every decay run, as slurmctld's thread does
             self.prio.fairshare.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users)
         self._part_default = cfg.partition("")

@@ -4,10 +4,11 @@ Fair-share is computed over a flat association tree (every user holds one equal 
 directly under root) from ``U``, the user's decayed usage (unit-seconds, half-life
 ``PriorityDecayHalfLife``) over everyone's: either classic, ``F = 2^(-U/S)``
 (``PriorityFlags=NO_FAIR_TREE``), or Fair Tree, Slurm's default since 19.05, where users are
-ranked by usage and ``F = rank / users`` (the least used user gets 1; equal usage, equal
-rank). Usage is folded at the ``PriorityCalcPeriod`` ticks, as slurmctld's decay thread
-does: lazily, at the next priority refresh, or (``FairShare.decay_runs``, under
-``BackfillCycle``) at every decay run a job's start or end passes.
+ranked by usage and ``F = rank / associations`` (the tree's user associations: by default the
+users, so that the least used user gets 1; equal usage, equal rank). Usage is folded at the
+``PriorityCalcPeriod`` ticks, as slurmctld's decay thread does: lazily, at the next priority
+refresh, or (``FairShare.decay_runs``, under ``BackfillCycle``) at every decay run a job's
+start or end passes.
 
 Offline, :func:`submit_priorities` gives the priority each job of a trace had as it was
 submitted under a config, with the usage of the trace's recorded schedule: what a site
@@ -40,6 +41,8 @@ class FairShare:
     #: (accrued, run_units, stamp) as memoryviews, made when needed (not pickled)
     _views: tuple[memoryview[float], memoryview[float], memoryview[float]] | None = None
     tree: bool = False  # Fair Tree (set per instance; a state pickled before it: classic)
+    #: Fair Tree's divisor: the tree's user associations, at least the users ranked (0: those)
+    associations: int = 0
     #: (period, phase, n_users): fold the usage at every decay run a change passes, as
     #: slurmctld's decay thread does (BackfillCycle); None: at the next priority refresh
     decay_runs: tuple[float, float, int] | None = None
@@ -108,7 +111,7 @@ class FairShare:
         stamp[user] = now
         run_units[user] += delta_units
 
-    def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float, bool]:
+    def tick(self, now: float, n_users: int) -> tuple[np.ndarray, float, float, bool, int]:
         """Decay usage to ``now`` and add what running jobs accrued since the last tick
         (sim/_backfill.c). The factors are not computed here: only the queued users' are
         needed, and ``_backfill.refresh`` computes those from the :meth:`lazy_factors` this
@@ -123,21 +126,23 @@ class FairShare:
             self.last = now
         return self.lazy_factors()
 
-    def lazy_factors(self) -> tuple[np.ndarray, float, float, bool]:
-        """The factors as ``_backfill.refresh`` takes them: (usage, total, scale, tree)."""
-        return self.usage, self.total, self.scale, self.tree
+    def lazy_factors(self) -> tuple[np.ndarray, float, float, bool, int]:
+        """The factors as ``_backfill.refresh`` takes them: (usage, total, scale, tree,
+        associations)."""
+        return self.usage, self.total, self.scale, self.tree, self.associations
 
     def factor(self, user: int) -> float:
         """The fair-share factor of ``user`` as of the last tick (1 before any usage),
         computed as ``_backfill`` computes it: classic ``2^(-(U/total) * scale)``, or with
-        :attr:`tree` Fair Tree's ``rank / m`` over the first ``m = scale`` users (the log's;
-        the rank is ``m`` less those of them with strictly less usage)."""
+        :attr:`tree` Fair Tree's ``rank / A`` over the first ``m = scale`` users (the log's;
+        the rank is ``m`` less those of them with strictly less usage, and ``A`` is
+        :attr:`associations`, at least ``m``)."""
         if self.total <= 0 or not 0 <= user < self.usage.shape[0]:
             return 1.0
         if self.tree:
             m = min(max(int(self.scale), 1), self.usage.shape[0])
             less = int(np.count_nonzero(self.usage[:m] < self.usage[user]))
-            return (m - less) / m
+            return (m - less) / max(self.associations, m)
         return math.exp2(-(float(self.usage[user]) / self.total) * self.scale)
 
     def factors(self) -> np.ndarray:
@@ -203,7 +208,7 @@ class PriorityModel:
         if self.w_fairshare > 0:
             share = (
                 fs.usage, fs.run_units, fs.accrued, fs.stamp,
-                fs.half_life, self.n_users, fs.last, fs.total, fs.tree,
+                fs.half_life, self.n_users, fs.last, fs.total, fs.tree, fs.associations,
             )  # fmt: skip
         tick, changed, total, last = _backfill.advance_ticks(
             order,
@@ -223,7 +228,7 @@ class PriorityModel:
     # each tick; keep the two in step (tests/sim/test_backfill_core.py compares them).
 
     @property
-    def fairshare_factors(self) -> tuple[np.ndarray, float, float, bool] | None:
+    def fairshare_factors(self) -> tuple[np.ndarray, float, float, bool, int] | None:
         """The fair-share factors as of the last :meth:`begin_tick`, as ``_backfill.refresh``
         takes them (:meth:`FairShare.lazy_factors`); None without fair-share weight."""
         return self.fairshare.lazy_factors() if self.w_fairshare > 0 else None

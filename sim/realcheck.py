@@ -140,6 +140,10 @@ def simulate(
         text = f"{text} {change}"
         steps.append((at - t0, QosLimits.from_text(text, "qos")))
     users = {u: k for k, u in enumerate(sorted({j.user for j in jobs}))}
+    # The local cluster's association tree (run as root: sbatch --uid): root's own
+    # association beside the account that holds the workload's users. Fair Tree divides
+    # by both, and root's, running nothing, ranks above them.
+    associations = len(users) + 1 if any(j.user for j in jobs) else 0
     sim = Simulator(
         None,
         cfg,
@@ -148,6 +152,7 @@ def simulate(
         limits=limits,
         limit_steps=steps,
         users=len(users),
+        associations=associations,
     )
     by_name = {r["name"]: r for r in rows}
     ids: dict[str, int] = {}

@@ -48,10 +48,24 @@ def slurm_rank_factors(usage: list[float]) -> list[float]:
     return out
 
 
-def share_with(usage: list[float], tree: bool = True) -> FairShare:
+def slurm_tree_with_root(usage: list[float], associations: int) -> list[float]:
+    """Slurm's _calc_tree_fs on the local cluster's tree: root's own user association
+    (no usage) beside one account that holds the users, ``associations`` user associations
+    in all. While the account has usage, root's association sorts first and takes the top
+    rank, and the account's users are ranked below it (:func:`slurm_rank_factors`'s rule),
+    each rank divided by all the associations; with no usage anywhere, all tie at the top."""
+    n = len(usage)
+    if sum(usage) == 0:
+        return [1.0] * n
+    ranks = [f * n for f in slurm_rank_factors(usage)]  # n down to 1 within the account
+    return [r / associations for r in ranks]
+
+
+def share_with(usage: list[float], tree: bool = True, associations: int = 0) -> FairShare:
     share = FairShare(half_life=3600.0, n_users=len(usage), tree=tree)
     share.usage[:] = usage
     share.total, share.scale = float(share.usage.sum()), float(len(usage))
+    share.associations = associations
     return share
 
 
@@ -69,15 +83,38 @@ def test_the_model_is_slurms_rule(usage):
         assert share_with(usage).factors().tolist() == slurm_rank_factors(usage)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 1.0, 2.5, 7.0, 1e6]), min_size=1, max_size=12),
+    st.integers(0, 3),
+)
+def test_the_divisor_counts_every_association(usage, others):
+    """With associations beyond the ranked users (root's own, on the local cluster), the
+    ranks are divided by all of them, as Slurm divides by g_user_assoc_count; root's, running
+    nothing, ranks above the account's users. 0 means the users themselves."""
+    n = len(usage)
+    got = share_with(usage, associations=n + others if others else 0).factors().tolist()
+    assert got == slurm_tree_with_root(usage, n + others)
+
+
+def test_the_local_clusters_factors_as_slurm_logged_them():
+    """Four users ranked under root's association, five in all: Slurm 22.05 logged the
+    factors 0.8, 0.6, 0.4 and 0.2 (session 31's run at PriorityWeightFairshare=1000)."""
+    share = share_with([30.0, 10.0, 0.5, 20.0], associations=5)
+    assert share.factors().tolist() == [0.2, 0.6, 0.8, 0.4]
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.tuples(st.floats(0, 5000), st.integers(0, 7)), max_size=30),
     st.lists(st.sampled_from([0.0, 3.0, 3.0, 8.0, 1e7]), min_size=6, max_size=6),
+    st.sampled_from([0, 6, 7, 9]),
 )
-def test_refresh_computes_fair_tree_as_the_model(rows, usage):
-    """The compiled refresh from (usage, total, scale, tree) gives every queued job the
-    model's factor (users past the array: 1.0), as with the factors passed in full."""
-    share = share_with(usage)
+def test_refresh_computes_fair_tree_as_the_model(rows, usage, associations):
+    """The compiled refresh from (usage, total, scale, tree, associations) gives every
+    queued job the model's factor (users past the array: 1.0), as with the factors passed
+    in full."""
+    share = share_with(usage, associations=associations)
     fs = share.factors()
     jobs = [make_job(1, 60.0, seq=i, static=s, user=u) for i, (s, u) in enumerate(rows)]
     twins = [make_job(1, 60.0, seq=i, static=s, user=u) for i, (s, u) in enumerate(rows)]
@@ -167,9 +204,45 @@ def test_which_configs_use_it(tmp_path):
 
 @pytest.mark.parametrize("tree", [False, True])
 def test_users_sets_how_many_share(tree):
-    """Simulator(users=n) ranks among n users where no trace says how many."""
+    """Simulator(users=n) ranks among n users where no trace says how many, and
+    associations=A divides Fair Tree's ranks by A."""
     sim = Simulator(None, replace(FAIRSHARE, fair_tree=tree), total_units=16, users=5)
     assert sim.prio.n_users == 5 and sim.prio.fairshare.tree == tree
+    assert sim.prio.fairshare.associations == 0
+    sim = Simulator(None, replace(FAIRSHARE, fair_tree=tree), total_units=16, associations=6)
+    assert sim.prio.fairshare.associations == 6
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_arrival_between_ticks_is_divided_too(compiled):
+    """A job that arrives after a refresh gets its factor at arrival, divided by the
+    associations, in the compiled life cycle as in Python: user 2 has no usage (rank 3 of
+    the 3 users, 3 / 9), user 0 the most (1 / 9)."""
+    cfg = replace(TREE, weight_fairshare=1000)  # size factor 1.0 for 16 of 16 units
+    rows = [(0, 100, 600, 16, 0), (5, 300, 600, 16, 1)]  # user 0 runs, user 1 waits
+    rows += [(130, 100, 600, 16, 2), (135, 100, 600, 16, 0)]  # after the refresh at 100
+    sim = Simulator(make_trace(rows, total=16), cfg, associations=9)
+    sim.compiled_life_cycle = compiled
+    sim.advance(140)
+    assert sorted((j.id, j.prio) for j in sim.state.pending.values()) == [(3, 1333), (4, 1111)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(job, min_size=1, max_size=40), st.sampled_from([6, 9]))
+def test_compiled_paths_divide_as_the_python_loop(rows, associations):
+    """With a divisor beyond the users, the compiled life cycle (arrivals) and quiet ticks
+    give the schedule the Python event loop gives."""
+    rows.sort(key=lambda r: r[0])
+
+    cfg = replace(TREE, weight_fairshare=1000)  # as age and size: the values count
+
+    def make() -> Simulator:
+        return Simulator(make_trace(rows, total=16), cfg, associations=associations)
+
+    fast, slow = make(), make()
+    slow.compiled_quiet_ticks = False
+    slow.compiled_life_cycle = False
+    assert schedule(fast) == schedule(slow)
 
 
 def test_the_decay_threads_phase_shifts_the_calc_ticks():

@@ -40,3 +40,24 @@ def test_a_saved_fairshare_run_replays_to_the_second(tmp_path: Path, seed: int) 
     fig = compare(rows, starts, table=False)
     assert fig.met
     assert {r["name"]: r["start"] for r in rows} == starts
+
+
+def test_fair_tree_weighed_as_age_and_size(tmp_path: Path) -> None:
+    """At PriorityWeightFairshare=1000, as age and size are weighed (session 31), the
+    factor's values count, not only the users' order: with Fair Tree dividing each rank by
+    the cluster's five user associations (root's own beside the four users) every job is in
+    place; classic fair share puts most of them out of place."""
+    path = DATA / "sim_fidelity_real_fairshare1000_seed7.json"
+    saved = json.loads(path.read_text())
+    rows = saved["real"]
+    jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
+    figures = {}
+    for algorithm, extra in (("tree", ""), ("classic", "PriorityFlags=NO_FAIR_TREE\n")):
+        conf = tmp_path / f"{algorithm}.conf"
+        conf.write_text(saved["slurm_conf"] + extra)
+        cfg = SlurmConfig.from_file(conf)
+        assert cfg.weight_fairshare == 1000 and cfg.fair_tree == (algorithm == "tree")
+        timing = replay(run_timing(path, saved, rows, jobs, cfg))
+        figures[algorithm] = compare(rows, simulate(jobs, rows, conf, timing), table=False)
+    assert figures["tree"].met and figures["tree"].same == 1.0
+    assert not figures["classic"].met and figures["classic"].same < 0.6

@@ -136,7 +136,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
         self.prio.fairshare.associations = associations
         if cycle is not None:  # usage folded at every decay run, as slurmctld's thread does
-            self.prio.fairshare.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users)
+            fs = self.prio.fairshare
+            fs.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users, self.epoch)
         self._part_default = cfg.partition("")
         self._cpus_per_node = (
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1

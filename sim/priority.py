@@ -30,6 +30,12 @@ from sim.traces.model import Trace
 FOLD_VECTOR = 32
 
 
+def whole_second(now: float, epoch: float) -> float:
+    """``now`` (seconds from ``epoch``, a Unix time) cut to the whole second of Unix time it
+    falls in, as Slurm's ``time_t`` clock reads it."""
+    return math.floor(now + epoch) - epoch
+
+
 def _floats(a: np.ndarray) -> memoryview[float]:
     """A float64 array's memory: its items read and written in place as Python floats."""
     return cast("memoryview[float]", a.data)
@@ -43,9 +49,10 @@ class FairShare:
     tree: bool = False  # Fair Tree (set per instance; a state pickled before it: classic)
     #: Fair Tree's divisor: the tree's user associations, at least the users ranked (0: those)
     associations: int = 0
-    #: (period, phase, n_users): fold the usage at every decay run a change passes, as
-    #: slurmctld's decay thread does (BackfillCycle); None: at the next priority refresh
-    decay_runs: tuple[float, float, int] | None = None
+    #: (period, phase, n_users, epoch): fold the usage at every decay run a change passes,
+    #: as slurmctld's decay thread does, in whole seconds of Unix time (t = 0 at ``epoch``)
+    #: as Slurm counts it (BackfillCycle); None: at the next priority refresh, to the instant
+    decay_runs: tuple[float, float, int, float] | None = None
 
     def __init__(self, half_life: float, n_users: int = 1, tree: bool = False) -> None:
         self.half_life = half_life
@@ -88,15 +95,19 @@ class FairShare:
         the arrays: Python floats, the same arithmetic without NumPy's scalar overhead).
 
         With :attr:`decay_runs`, a decay run passed since the last fold is folded first,
-        at its own time. Without, the next refresh folds at its tick what ran until then,
-        so a job that ended after that tick (and before the refresh) counts its run up to
-        its end at the tick: its last seconds (less than a period) one tick early."""
+        at its own time, and ``now`` counts in whole seconds: Slurm's job start and end
+        times and its decay thread's clock are ``time_t``, so two users whose usage differs
+        by less than a second's worth rank as whole seconds rank them. Without, the next
+        refresh folds at its tick what ran until then, so a job that ended after that tick
+        (and before the refresh) counts its run up to its end at the tick: its last seconds
+        (less than a period) one tick early."""
         runs = self.decay_runs
         if runs is not None:
-            period, phase, n_users = runs
+            period, phase, n_users, epoch = runs
             last_run = math.floor((now - phase) / period) * period + phase
             if last_run > self.last:
                 self.tick(last_run, n_users)
+            now = whole_second(now, epoch)
         if not 0 <= user < self.usage.shape[0]:
             self._grow(user)
         views = self._views
@@ -115,7 +126,10 @@ class FairShare:
         """Decay usage to ``now`` and add what running jobs accrued since the last tick
         (sim/_backfill.c). The factors are not computed here: only the queued users' are
         needed, and ``_backfill.refresh`` computes those from the :meth:`lazy_factors` this
-        returns; :meth:`factor` and :meth:`factors` give any user's."""
+        returns; :meth:`factor` and :meth:`factors` give any user's. With
+        :attr:`decay_runs`, ``now`` counts in whole seconds (:meth:`change`)."""
+        if self.decay_runs is not None:
+            now = whole_second(now, self.decay_runs[3])
         dt = now - self.last
         if dt > 0:
             decay = 0.5 ** (dt / self.half_life) if self.half_life > 0 else 1.0

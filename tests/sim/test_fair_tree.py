@@ -280,7 +280,7 @@ def test_a_change_past_a_decay_run_folds_at_that_run_first():
     """With decay_runs (BackfillCycle) a job's end after a decay run folds the usage at
     that run first, so the run counts only what ran until then; without, a refresh after the
     end folds the end's whole run at the earlier tick (its last seconds one tick early)."""
-    for runs, want in ((None, 240.0), ((60.0, 0.0, 2), 200.0)):
+    for runs, want in ((None, 240.0), ((60.0, 0.0, 2, 0.0), 200.0)):
         share = FairShare(half_life=0.0, n_users=2)
         share.decay_runs = runs
         share.change(0, 4, 10.0)
@@ -291,7 +291,21 @@ def test_a_change_past_a_decay_run_folds_at_that_run_first():
         assert share.usage[0] == 240.0  # everything it ran, by the next run
 
 
+def test_decay_runs_count_whole_seconds_as_slurm_does():
+    """Under decay_runs a start, an end and a decay run count in whole seconds of Unix
+    time (Slurm's time_t): a job from 10.6 to 70.9 (t = 0 at epoch 1000.5, so 1011.1 to
+    1071.4 in Unix time) ran 1011 to 1071 as Slurm counts it, 60 seconds; the decay run at
+    59.9 (Unix 1060.4) folds at 1060, so 49 of them by then."""
+    share = FairShare(half_life=0.0, n_users=1)
+    share.decay_runs = (60.0, 59.9, 1, 1000.5)
+    share.change(0, 2, 10.6)
+    share.change(0, -2, 70.9)  # past the run at 59.9: folded there first
+    assert share.usage[0] == 2 * 49.0
+    share.tick(119.9, 1)
+    assert share.usage[0] == 2 * 60.0
+
+
 def test_the_simulator_folds_at_decay_runs_under_backfill_cycle():
     sim = Simulator(None, TREE, total_units=16, cycle=BackfillCycle(calc_phase=12.5), users=3)
-    assert sim.prio.fairshare.decay_runs == (TREE.calc_period, 12.5, 3)
+    assert sim.prio.fairshare.decay_runs == (TREE.calc_period, 12.5, 3, 0.0)
     assert Simulator(None, TREE, total_units=16).prio.fairshare.decay_runs is None

@@ -42,7 +42,7 @@ whole-node job takes them all.
 accounts as under ``--qos`` (no QOS limits), under fair share (:data:`FAIRSHARE`). Its weight
 is 100000 by default, far above age and size, so that only the users' order counts;
 ``--fairshare 1000`` weighs it as age and size are weighed, so that the factor's values
-count too (Fair Tree's rank / users against classic ``2^(-U/S)``).
+count too (Fair Tree's rank / user associations against classic ``2^(-U/S)``).
 
 ``--qos``: the same workload with each job submitted by one of four local accounts (drawn
 per seed) under QOS limits (:data:`QOS`) in the cluster's own accounting database

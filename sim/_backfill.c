@@ -875,9 +875,8 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
  * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
  * array) or as (usage, total, scale[, tree, associations]), the folded usage from which each
  * queued job's factor is computed here, 2^(-(usage / total) * scale) or with `tree` Fair
- * Tree's rank
- * (sim.priority.FairShare: only the queued users' factors are needed), or None; users past
- * its end get 1.0. */
+ * Tree's rank (sim.priority.FairShare: only the queued users' factors are needed), or None;
+ * users past its end get 1.0. */
 static PyObject *refresh(PyObject *self, PyObject *args) {
     PyObject *order, *fs;
     double tick, w_age, max_age, w_fs;
@@ -1319,10 +1318,9 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
  * which nothing but the tick happens (sim/engine.py, _quiet_ticks): at each, the fair-share
  * usage is folded as FairShare.tick does (share: None without fair share, else (usage,
  * run_units, accrued, stamp, half_life, n_users, last, total[, tree, associations])) and the
- * queue refreshed as
- * refresh() does, stopping after the first tick whose refresh changed the order. Returns
- * the last tick done, whether its refresh changed the order, and the fair share's total
- * and last fold time after it. */
+ * queue refreshed as refresh() does, stopping after the first tick whose refresh changed
+ * the order. Returns the last tick done, whether its refresh changed the order, and the
+ * fair share's total and last fold time after it. */
 static PyObject *advance_ticks(PyObject *self, PyObject *args) {
     PyObject *order, *share;
     double first, period, limit, w_age, max_age, w_fs;

@@ -134,7 +134,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         n_users = int(trace.user.max()) + 1 if trace is not None and len(trace) else 1
         n_users = max(n_users, users)
         self.prio = PriorityModel(cfg, self.total_units, unit, n_users)
-        self.prio.fairshare.associations = associations
+        self.prio.fairshare.associations = int(associations)
         if cycle is not None:  # usage folded at every decay run, as slurmctld's thread does
             fs = self.prio.fairshare
             fs.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users, self.epoch)

@@ -103,11 +103,12 @@ FAIRSHARE = """\
 PriorityWeightFairshare={weight}
 PriorityDecayHalfLife=7-0
 """
-# With --ctld-log: what the backfill scheduler planned, and why, and when the decay thread ran
-# (the log grows to a few MB).
+# With --ctld-log: what the backfill scheduler planned, and why, when the decay thread ran,
+# and when each job's epilog ended (TraceJobs: also the ends slurmd answers as already
+# complete, which slurmctld's agent marks without a line of its own; the log grows to a few MB).
 DEBUG = """\
 SlurmctldDebug=debug2
-DebugFlags=Backfill,BackfillMap,Priority
+DebugFlags=Backfill,BackfillMap,Priority,TraceJobs
 """
 
 

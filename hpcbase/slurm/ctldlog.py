@@ -4,8 +4,8 @@ backfill scheduler ran and what it planned, to the millisecond.
 The log stamps lines ``[YYYY-MM-DDTHH:MM:SS.mmm]`` in the controller's local time; times
 returned here are Unix seconds. The lines read are those of Slurm 22.05 at ``debug``
 (submissions, ends, main-scheduler starts), with ``DebugFlags=Backfill`` (passes, starts
-and plans of the backfill scheduler) and with ``DebugFlags=Priority`` (the decay thread's
-runs). A ``.gz`` log is read as such.
+and plans of the backfill scheduler), with ``DebugFlags=Priority`` (the decay thread's
+runs) and with ``DebugFlags=TraceJobs`` (every epilog's end). A ``.gz`` log is read as such.
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ EVENTS: dict[str, re.Pattern[str]] = {
     "end": re.compile(_STAMP + r"_job_complete: JobId=(\d+) done"),
     "main": re.compile(_STAMP + r"debug:  sched: Running job scheduler for default depth"),
     "main_full": re.compile(_STAMP + r"debug:  sched: Running job scheduler for full queue"),
-    # an epilog that completed late enough to be logged (debug2)
-    "epilog": re.compile(_STAMP + r"debug2: _slurm_rpc_epilog_complete: JobId=(\d+) "),
+    # a job's epilog completing: slurmd's own message (debug2; the late ones), or any way,
+    # the agent's "already complete" answer included (DebugFlags=TraceJobs)
+    "epilog": re.compile(
+        _STAMP + r"(?:debug2: _slurm_rpc_epilog_complete: |"
+        r"(?:\w+: )?TRACE_JOBS: job_epilog_complete: enter )JobId=(\d+)\b"
+    ),
     # the decay thread's runs (DebugFlags=Priority): Fair Tree's or classic's line
     "decay": re.compile(
         _STAMP + r".*(?:Fair Tree fairshare algorithm, starting at root|"
@@ -42,7 +46,8 @@ _PLAN = re.compile(r"_dump_job_sched: JobId=(\d+) to start at (\S+),")
 TIMING_LINES = re.compile(
     r"_slurm_rpc_submit_batch_job: JobId|_attempt_backfill: beginning|_start_job: Started"
     r"|_job_complete: JobId=\d+ done|_dump_job_sched: JobId"
-    r"|_slurm_rpc_epilog_complete: JobId|sched: Allocate JobId|backfill: completed testing"
+    r"|_slurm_rpc_epilog_complete: JobId|job_epilog_complete: enter JobId"
+    r"|sched: Allocate JobId|backfill: completed testing"
     r"|sched: Running job scheduler|Spawning RPC agent for msg_type REQUEST_TERMINATE_JOB"
     r"|Fair Tree fairshare algorithm, starting at root|Decay factor over"
 )

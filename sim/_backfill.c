@@ -788,7 +788,7 @@ static Py_ssize_t prio_items(PyObject *order, PrioItem **out) {
 /* Every item's priority as of `tick` (the rules: refresh() below); 1 if the items are no
  * longer in the queue's order, 0 if they are, -1 with an exception set. */
 static int prio_tick(PrioItem *items, Py_ssize_t n, double tick, double w_age, double max_age,
-                     double w_fs, const FsView *fs) {
+                     int whole_age, double w_fs, const FsView *fs) {
     if (w_fs != 0.0 && fs->lazy && fs_memo_start(fs->n) < 0) return -1;
     if (w_fs != 0.0 && fs->lazy && fs->tree && fs->total > 0 && fs_tree_fill(fs) < 0) return -1;
     int unordered = 0;
@@ -797,6 +797,7 @@ static int prio_tick(PrioItem *items, Py_ssize_t n, double tick, double w_age, d
         double p = x->p0;
         if (w_age != 0.0) {
             double age = tick - x->accrue;
+            if (whole_age) age = nearbyint(age);
             if (age > 0) p += w_age * (age < max_age ? age / max_age : 1.0);
         }
         if (w_fs != 0.0)
@@ -841,12 +842,12 @@ static int prio_finish(PyObject *order, PrioItem *items, Py_ssize_t n, int sort)
 
 /* Recompute every job's priority in `order` as of `tick` and sort it (the rules: refresh()
  * below); 1 if the order changed, 0 if not, -1 with an exception set. */
-static int refresh_order(PyObject *order, double tick, double w_age, double max_age, double w_fs,
-                         const FsView *fs) {
+static int refresh_order(PyObject *order, double tick, double w_age, double max_age,
+                         int whole_age, double w_fs, const FsView *fs) {
     PrioItem *items;
     Py_ssize_t n = prio_items(order, &items);
     if (n <= 0) return (int)n;
-    int unordered = prio_tick(items, n, tick, w_age, max_age, w_fs, fs);
+    int unordered = prio_tick(items, n, tick, w_age, max_age, whole_age, w_fs, fs);
     int changed = unordered < 0 ? -1 : prio_finish(order, items, n, unordered);
     PyMem_Free(items);
     return changed;
@@ -868,9 +869,10 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
     return 0;
 }
 
-/* refresh(order, tick, w_age, max_age, w_fs, fs) -> bool
+/* refresh(order, tick, w_age, max_age, w_fs, fs[, whole_age]) -> bool
  * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
- * integer, at least 1), set job.prio, sort `order` in place by (-tier, -prio, seq); True
+ * integer, at least 1; with `whole_age` a job's age, tick - accrue, is rounded to whole
+ * seconds: sim.priority.PriorityModel.accrue_time stores it so), set job.prio, sort `order` in place by (-tier, -prio, seq); True
  * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
  * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
  * array) or as (usage, total, scale[, tree, associations]), the folded usage from which each
@@ -880,8 +882,9 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
 static PyObject *refresh(PyObject *self, PyObject *args) {
     PyObject *order, *fs;
     double tick, w_age, max_age, w_fs;
-    if (!PyArg_ParseTuple(args, "O!ddddO", &PyList_Type, &order, &tick, &w_age, &max_age,
-                          &w_fs, &fs))
+    int whole_age = 0;
+    if (!PyArg_ParseTuple(args, "O!ddddO|p", &PyList_Type, &order, &tick, &w_age, &max_age,
+                          &w_fs, &fs, &whole_age))
         return NULL;
     FsView fsv = {NULL, 0, 0, 0.0, 1.0, 0, 0};
     if (PyTuple_Check(fs)) {
@@ -892,7 +895,7 @@ static PyObject *refresh(PyObject *self, PyObject *args) {
     }
     Py_buffer view = {0};
     if (fs_view(fs, &view, &fsv) < 0) return NULL;
-    int changed = refresh_order(order, tick, w_age, max_age, w_fs, &fsv);
+    int changed = refresh_order(order, tick, w_age, max_age, whole_age, w_fs, &fsv);
     if (fsv.v) PyBuffer_Release(&view);
     if (changed < 0) return NULL;
     return PyBool_FromLong(changed);
@@ -1312,7 +1315,7 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(total);
 }
 
-/* advance_ticks(order, first, period, limit, w_age, max_age, w_fs, share)
+/* advance_ticks(order, first, period, limit, w_age, max_age, w_fs, share[, whole_age])
  *     -> (tick, changed, total, last)
  * The PriorityCalcPeriod ticks first, first + period, ... up to `limit` (each < limit) at
  * which nothing but the tick happens (sim/engine.py, _quiet_ticks): at each, the fair-share
@@ -1324,8 +1327,9 @@ static PyObject *fairshare_tick(PyObject *self, PyObject *args) {
 static PyObject *advance_ticks(PyObject *self, PyObject *args) {
     PyObject *order, *share;
     double first, period, limit, w_age, max_age, w_fs;
-    if (!PyArg_ParseTuple(args, "O!ddddddO", &PyList_Type, &order, &first, &period, &limit,
-                          &w_age, &max_age, &w_fs, &share))
+    int whole_age = 0;
+    if (!PyArg_ParseTuple(args, "O!ddddddO|p", &PyList_Type, &order, &first, &period, &limit,
+                          &w_age, &max_age, &w_fs, &share, &whole_age))
         return NULL;
     if (!(period > 0)) {
         PyErr_SetString(PyExc_ValueError, "period must be > 0");
@@ -1372,7 +1376,7 @@ static PyObject *advance_ticks(PyObject *self, PyObject *args) {
             }
             fsv.total = total;
         }
-        int unordered = n_jobs ? prio_tick(items, n_jobs, tick, w_age, max_age, w_fs, &fsv) : 0;
+        int unordered = n_jobs ? prio_tick(items, n_jobs, tick, w_age, max_age, whole_age, w_fs, &fsv) : 0;
         if (unordered < 0) {
             changed = -1;
             break;

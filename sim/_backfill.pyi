@@ -20,6 +20,7 @@ def refresh(
     | tuple[np.ndarray, float, float, bool]
     | tuple[np.ndarray, float, float, bool, int]
     | None,
+    whole_age: bool = ...,
     /,
 ) -> bool: ...
 def insort(order: list[Any], job: Any, /) -> None: ...
@@ -46,6 +47,7 @@ def advance_ticks(
     | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float, bool]
     | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int, float, float, bool, int]
     | None,
+    whole_age: bool = ...,
     /,
 ) -> tuple[float, bool, float, float]: ...
 def limit_filter(

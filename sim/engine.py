@@ -138,6 +138,9 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         if cycle is not None:  # usage folded at every decay run, as slurmctld's thread does
             fs = self.prio.fairshare
             fs.decay_runs = (cfg.calc_period, cycle.calc_phase, n_users, self.epoch)
+            if float(cfg.calc_period).is_integer():  # the runs share one sub-second offset
+                offset = (cycle.calc_phase % 1.0 + self.epoch % 1.0) % 1.0  # exact
+                self.prio.whole_age = (self.epoch, offset)
         self._part_default = cfg.partition("")
         self._cpus_per_node = (
             cfg.cpus // cfg.nodes if unit in ("cpus", "procs") and cfg.nodes and cfg.cpus else 1

@@ -124,7 +124,7 @@ class StartEstimates(EngineState):
         job.seq = st.seq + 1
         if self._time_held and job.limit > self._max_time.get(job.part, math.inf):
             return job
-        job.eligible = job.accrue = now
+        job.eligible, job.accrue = now, self.prio.accrue_time(now)
         job.prio = self.prio.priority(job.static, job.accrue, job.user, self._prio_calc_time())
         job.key = (-job.tier, -job.prio, job.seq)
         return job
@@ -216,6 +216,7 @@ class StartEstimates(EngineState):
                 float(self.cfg.max_age),
                 float(model.w_fairshare),
                 factors,
+                model.whole_age is not None,
             )
         finally:
             for j, prio, key in saved:

@@ -226,7 +226,7 @@ class JobManager(EngineState):
         job.submit = st.now
         st.pending[job.id] = job
         if self.cfg.accrue_always:
-            job.accrue = st.now
+            job.accrue = self.prio.accrue_time(st.now)
         if job.name or job.deps:
             st.deps.add(job, self._fin_pos)
         self._check_eligible(job)
@@ -305,7 +305,7 @@ class JobManager(EngineState):
             return
         job.eligible = now
         if math.isnan(job.accrue):
-            job.accrue = now
+            job.accrue = self.prio.accrue_time(now)
         calc = st.prio_tick if st.prio_tick > -math.inf else now  # _prio_calc_time
         job.prio = self.prio.priority(job.static, job.accrue, job.user, calc)
         job.key = (-job.tier, -job.prio, job.seq)

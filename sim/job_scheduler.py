@@ -70,6 +70,7 @@ class MainScheduler(EngineState):
             float(self.cfg.max_age),
             float(model.w_fairshare),
             model.fairshare_factors,
+            model.whole_age is not None,
         )
 
     def _prio_calc_time(self) -> float:

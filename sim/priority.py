@@ -183,6 +183,10 @@ class PriorityModel:
 
         # Whether priorities can change between events (age or fair-share weighted).
         self.time_dependent = cfg.multifactor and (self.w_age > 0 or self.w_fairshare > 0)
+        #: Ages in whole seconds of Unix time, as Slurm's ``time_t`` clock counts a job's
+        #: accrue time and the decay thread's run: (epoch, the runs' sub-second offset), or
+        #: None for ages to the instant (:meth:`accrue_time`)
+        self.whole_age: tuple[float, float] | None = None
         self._static: dict[tuple[int, int, float], float] = {}  # static_part's, by arguments
 
     def size_factor(self, units: int) -> float:
@@ -233,6 +237,7 @@ class PriorityModel:
             max_age,
             float(self.w_fairshare),
             share,
+            self.whole_age is not None,
         )
         if share is not None and last != fs.last:
             fs.total, fs.scale, fs.last = total, float(max(self.n_users, 1)), last
@@ -247,6 +252,16 @@ class PriorityModel:
         takes them (:meth:`FairShare.lazy_factors`); None without fair-share weight."""
         return self.fairshare.lazy_factors() if self.w_fairshare > 0 else None
 
+    def accrue_time(self, now: float) -> float:
+        """A job's accrue time, as stored, for one that starts accruing age at ``now``.
+        With :attr:`whole_age`: its whole second of Unix time plus the decay runs'
+        sub-second offset, so that a run's time less it is the whole-second age Slurm
+        computes (at a run, ``tick - accrue`` here and in ``_backfill.refresh`` alike)."""
+        if self.whole_age is None:
+            return now
+        epoch, offset = self.whole_age
+        return whole_second(now, epoch) + offset
+
     def priority(self, static: float, accrue_from: float, user: int, now: float) -> int:
         """Slurm truncates the weighted sum to an integer; 0 means held, so at least 1."""
         c = self.cfg
@@ -254,7 +269,11 @@ class PriorityModel:
             return 1
         p = static
         if self.w_age and not math.isnan(accrue_from):
-            age = min(max(now - accrue_from, 0.0), c.max_age)
+            age = now - accrue_from
+            if self.whole_age is not None:  # whole seconds; at a decay run as in C
+                epoch, offset = self.whole_age
+                age = round(whole_second(now, epoch) + offset - accrue_from)
+            age = min(max(age, 0.0), c.max_age)
             p += self.w_age * (age / c.max_age if c.max_age > 0 else 1.0)
         if self.w_fairshare:
             p += self.w_fairshare * self.fairshare.factor(user)

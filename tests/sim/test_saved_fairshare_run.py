@@ -10,33 +10,24 @@ scheduler 20 ms later, and ended on the far side of a later pass (13 jobs out of
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from sim.config import SlurmConfig
-from sim.realcheck import compare, replay, run_timing, simulate
-from sim.realslurm import as_job
-
-DATA = Path(__file__).resolve().parents[2] / "docs/bench-data"
+from sim.realcheck import compare, replay, simulate
+from tests.sim.saved_runs import load
 
 
 @pytest.mark.parametrize("seed", [11, 13])
 def test_a_saved_fairshare_run_replays_to_the_second(tmp_path: Path, seed: int) -> None:
-    path = DATA / f"sim_fidelity_real_fairshare_seed{seed}.json"
-    saved = json.loads(path.read_text())
-    conf = tmp_path / "slurm.conf"
-    conf.write_text(saved["slurm_conf"])
-    cfg = SlurmConfig.from_file(conf)
+    run = load(f"sim_fidelity_real_fairshare_seed{seed}", tmp_path)
+    cfg, rows, jobs = run.cfg, run.rows, run.jobs
     assert cfg.fair_tree and cfg.weight_fairshare == 100000
-    rows = saved["real"]
-    jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
     assert len({j.user for j in jobs}) == 4
-    timing = replay(run_timing(path, saved, rows, jobs, cfg))
+    timing = replay(run.timing())
     assert "decay thread" in timing.source and 0 <= timing.calc_phase < cfg.calc_period
     assert bool(timing.cycle().epilogs) == (seed == 13)  # seed 13's log names a late epilog
-    starts = simulate(jobs, rows, conf, timing)
+    starts = simulate(jobs, rows, run.conf, timing)
     fig = compare(rows, starts, table=False)
     assert fig.met
     assert {r["name"]: r["start"] for r in rows} == starts
@@ -50,17 +41,11 @@ def test_fair_tree_weighed_as_age_and_size(tmp_path: Path, seed: int) -> None:
     place; classic fair share puts most of them out of place. Seed 37 also needs the usage
     counted in whole seconds, as Slurm's time_t counts it: two users with 701 CPU-s each by
     the second were ranked the other way round by their sub-second starts."""
-    path = DATA / f"sim_fidelity_real_fairshare1000_seed{seed}.json"
-    saved = json.loads(path.read_text())
-    rows = saved["real"]
-    jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
     figures = {}
     for algorithm, extra in (("tree", ""), ("classic", "PriorityFlags=NO_FAIR_TREE\n")):
-        conf = tmp_path / f"{algorithm}.conf"
-        conf.write_text(saved["slurm_conf"] + extra)
-        cfg = SlurmConfig.from_file(conf)
+        run = load(f"sim_fidelity_real_fairshare1000_seed{seed}", tmp_path / algorithm, extra)
+        cfg = run.cfg
         assert cfg.weight_fairshare == 1000 and cfg.fair_tree == (algorithm == "tree")
-        timing = replay(run_timing(path, saved, rows, jobs, cfg))
-        figures[algorithm] = compare(rows, simulate(jobs, rows, conf, timing), table=False)
+        figures[algorithm] = run.figures(replay(run.timing()))
     assert figures["tree"].met and figures["tree"].same == 1.0
     assert not figures["classic"].met and figures["classic"].same < 0.6

@@ -9,29 +9,24 @@ background loop's three numbers (``loop_ticks``) put 46 of its 48 jobs in place.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from sim.config import SlurmConfig
-from sim.realcheck import compare, loop_ticks, replay, run_timing, simulate, summary
-from sim.realslurm import as_job
+from sim.realcheck import compare, loop_ticks, replay, simulate, summary
+from tests.sim.saved_runs import load
 
-SAVED = Path(__file__).resolve().parents[2] / "docs/bench-data/sim_fidelity_real_qos_seed7.json"
+SAVED = "sim_fidelity_real_qos_seed7"
 
 
 @pytest.mark.timeout(60)
 def test_a_saved_qos_run_replays_to_the_end(tmp_path: Path) -> None:
-    saved = json.loads(SAVED.read_text())
-    conf = tmp_path / "slurm.conf"
-    conf.write_text(saved["slurm_conf"])
-    rows = saved["real"]
-    jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
+    run = load(SAVED, tmp_path)
+    rows, jobs, saved = run.rows, run.jobs, run.saved
     assert len({j.user for j in jobs}) == 4 and saved["qos"] == "MaxJobsPerUser=2"
-    timing = replay(run_timing(SAVED, saved, rows, jobs, SlurmConfig.from_file(conf)))
+    timing = replay(run.timing())
     assert timing.passes and timing.epilog > 0  # the log's own passes and epilog hold
-    starts = simulate(jobs, rows, conf, timing, qos=saved["qos"])
+    starts = simulate(jobs, rows, run.conf, timing, qos=saved["qos"])
     assert all(t == t for t in starts.values())  # every job started (no NaN)
     assert timing.mains  # the main scheduler's runs, from the log
     fig = compare(rows, starts, table=False)
@@ -44,16 +39,12 @@ def test_the_background_loop_from_three_numbers(tmp_path: Path) -> None:
     background loop (``BackfillCycle.main_ticks``) from the first run, the mean drift per
     tick and the first full run's second; before that model 39 of its 48 jobs were in place
     (81 %)."""
-    saved = json.loads(SAVED.read_text())
-    conf = tmp_path / "slurm.conf"
-    conf.write_text(saved["slurm_conf"])
-    rows = saved["real"]
-    jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
-    timing = summary(run_timing(SAVED, saved, rows, jobs, SlurmConfig.from_file(conf)))
+    run = load(SAVED, tmp_path)
+    timing = summary(run.timing())
     assert not timing.mains and timing.main_ticks is not None
     first, drift, full = timing.main_ticks
     assert 1.7 < first < 1.8 and 0.001 < drift < 0.004 and full == 8.0
-    fig = compare(rows, simulate(jobs, rows, conf, timing, qos=saved["qos"]), table=False)
+    fig = run.figures(timing)
     assert fig.met and fig.same >= 0.95
 
 

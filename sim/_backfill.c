@@ -230,7 +230,7 @@ static int ends_insert(Ends *e, double t, long long u) {
 /* How Slurm's backfill sees running jobs free their units (see Params): window > 0 frees
  * them in groups, each at the end of its last job. */
 typedef struct {
-    double now, horizon, min_step, window, linear, epoch, res;
+    double now, horizon, min_step, window, linear, epoch, res, end_shift;
     long long per_node, total;
 } Params;
 
@@ -412,10 +412,10 @@ static inline double round_end(double t, double res) {
 /* The map's inputs come as one record, sim.mapparams.MapParams: any object with these
  * attributes (read by name once per call; a missing or mistyped one is a clear error). */
 enum { P_NOW, P_FREE, P_ENDS, P_HORIZON, P_MIN_STEP, P_PER_NODE, P_TOTAL, P_WINDOW, P_LINEAR,
-       P_EPOCH, P_RESOLUTION, N_PARAMS };
+       P_EPOCH, P_RESOLUTION, P_END_SHIFT, N_PARAMS };
 static const char *PARAM_NAMES[N_PARAMS] = {
     "now", "free", "ends", "horizon", "min_step", "per_node", "total", "window", "linear",
-    "epoch", "resolution",
+    "epoch", "resolution", "end_shift",
 };
 static PyObject *param_keys[N_PARAMS]; /* interned at import */
 
@@ -469,7 +469,8 @@ static int parse_params(PyObject *rec, const char *fname, Params *p, long long *
         param_double(rec, P_WINDOW, &p->window) < 0 ||
         param_double(rec, P_LINEAR, &p->linear) < 0 ||
         param_double(rec, P_EPOCH, &p->epoch) < 0 ||
-        param_double(rec, P_RESOLUTION, &p->res) < 0)
+        param_double(rec, P_RESOLUTION, &p->res) < 0 ||
+        param_double(rec, P_END_SHIFT, &p->end_shift) < 0)
         return -1;
     return 0;
 }
@@ -515,7 +516,8 @@ static int plan_core(const long long *units, const double *limit, Py_ssize_t n, 
         if (t == p->now) {
             out[(*n_out)++] = i;
             free_left -= units[i];
-            if (ends_insert(&ends_buf, round_end(p->now + limit[i], p->res), units[i]) < 0)
+            double end = round_end(p->now + limit[i], p->res) + p->end_shift;
+            if (ends_insert(&ends_buf, end, units[i]) < 0)
                 return -1;
             stale = 1;
         } else {
@@ -1119,67 +1121,80 @@ fail:
     return NULL;
 }
 
-/* first_held(jobs, idx, user_use, extra, limits) -> int
- * The position in `idx` of the first of jobs[idx[0]], jobs[idx[1]], ... that a QOS limit
- * holds back, counting those before it into `extra` (sim/backfill.py, _plan_limited's
- * check of the plan), or -1 when none is held. */
-static PyObject *first_held(PyObject *self, PyObject *args) {
-    PyObject *jobs, *idx, *user_use, *extra, *lim;
-    Limits l;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyList_Type, &jobs, &PyList_Type, &idx,
-                          &PyDict_Type, &user_use, &PyDict_Type, &extra, &lim) ||
-        parse_limits(lim, &l) < 0)
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(idx), n_jobs = PyList_GET_SIZE(jobs);
-    for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t i;
-        if (read_index(idx, k, n_jobs, &i) < 0) return NULL;
-        PyObject *job = PyList_GET_ITEM(jobs, i);
-        long long nodes, cpus;
-        int held = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
-        if (held < 0) return NULL;
-        if (held) return PyLong_FromSsize_t(k);
-        if (count_start(extra, job, nodes, cpus) < 0) return NULL;
+/* The backfill walk under QOS limits (plan_limited() below): `order` in priority order,
+ * each job's hold checked at its turn, counting the jobs the walk started before it
+ * (`extra`): one a limit holds is left out with no reservation, and counts towards the
+ * depth n_test unless Slurm passes it over before its will-run test (HOLD_PASSED). Any
+ * other job starts now or reserves its earliest start (whole nodes), as in plan_core():
+ * the reservations made before a start stay, and the started job joins the running jobs
+ * for the jobs after it. The order positions of the jobs it starts go into `out` (*n_out
+ * of them); `held` has room for one per job. 0, or -1 with an exception. */
+static int walk_limited(PyObject *order, Py_ssize_t n_test, const Params *p, long long free_now,
+                        PyObject *ends, PyObject *user_use, const Limits *l, Held *held,
+                        Py_ssize_t *out, Py_ssize_t *n_out) {
+    *n_out = 0;
+    Py_ssize_t n = PyList_GET_SIZE(order), last = -1, tested = 0, n_held = 0;
+    /* past the last job that fits the free units, nothing more starts */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long u;
+        if (read_ll(slot(PyList_GET_ITEM(order, i), F_UNITS), &u) < 0) return -1;
+        if (u <= free_now) last = i;
     }
-    return PyLong_FromLong(-1);
-}
-
-/* take_tested(order, user_use, l, n_test, next, tested, cand, units, limit, m): walk `order`
- * on from *next until *tested jobs count towards the backfill's depth n_test (HOLD_PASSED
- * jobs are passed over uncounted), appending those no limit holds now to cand (their index
- * into order), units and limit at *m. 0, or -1 with an exception. */
-static int take_tested(PyObject *order, PyObject *user_use, const Limits *l, Py_ssize_t n_test,
-                       Py_ssize_t *next, Py_ssize_t *tested, Py_ssize_t *cand, long long *units,
-                       double *limit, Py_ssize_t *m) {
-    Py_ssize_t n = PyList_GET_SIZE(order);
-    while (*next < n && *tested < n_test) {
-        Py_ssize_t i = (*next)++;
+    if (last < 0) return 0;
+    if (ends_load(&ends_buf, ends) < 0) return -1;
+    if (map_build(&map, p, free_now, &ends_buf) < 0) return -1;
+    PyObject *extra = PyDict_New();
+    if (extra == NULL) return -1;
+    long long free_left = free_now;
+    int stale = 0, rc = -1;
+    for (Py_ssize_t i = 0; i <= last && tested < n_test; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
-        long long nodes, cpus;
-        int h = limit_holds(job, user_use, NULL, l, &nodes, &cpus);
-        if (h < 0) return -1;
+        long long nodes, cpus, units;
+        double limit;
+        int h = limit_holds(job, user_use, extra, l, &nodes, &cpus);
+        if (h < 0) goto done;
         if (h == HOLD_PASSED) continue;
-        (*tested)++;
+        tested++;
         if (h) continue;
-        if (read_ll(slot(job, F_UNITS), &units[*m]) < 0 ||
-            read_double(slot(job, F_LIMIT), &limit[*m]) < 0)
-            return -1;
-        cand[(*m)++] = i;
+        if (read_ll(slot(job, F_UNITS), &units) < 0 || read_double(slot(job, F_LIMIT), &limit) < 0)
+            goto done;
+        if (stale) {
+            if (map_build(&map, p, free_left, &ends_buf) < 0) goto done;
+            for (Py_ssize_t k = 0; k < n_held; k++)
+                if (map_reserve(&map, held[k].t, held[k].dur, held[k].units) < 0) goto done;
+            stale = 0;
+        }
+        int found;
+        double t = map_earliest(&map, units, limit, &found);
+        if (!found) continue;
+        if (t == p->now) {
+            out[(*n_out)++] = i;
+            free_left -= units;
+            double end = round_end(p->now + limit, p->res) + p->end_shift;
+            if (ends_insert(&ends_buf, end, units) < 0 || count_start(extra, job, nodes, cpus) < 0)
+                goto done;
+            stale = 1;
+        } else {
+            held[n_held] = (Held){t, limit, whole_nodes(units, p->per_node, p->total)};
+            if (map_reserve(&map, t, limit, held[n_held].units) < 0) goto done;
+            n_held++;
+        }
     }
-    return 0;
+    rc = 0;
+done:
+    Py_DECREF(extra);
+    return rc;
 }
 
 /* plan_limited(order, n_test, params, user_use, limits) -> list[int]
  * The backfill pass under QOS limits (sim/backfill.py, _plan_limited; its reference is
- * plan_limited_model in tests/sim/test_backfill_core.py): plan() over the jobs that count
- * towards the depth n_test, less those a limit holds now (take_tested); then, while a planned
- * start is held by a limit counting the planned starts before it (first_held), the plan is
- * redone without that job, and when the running-jobs limit held it, which Slurm passes over
- * uncounted, with one more job from the queue. Returns the indices into order of the jobs it
+ * plan_limited_model in tests/sim/test_backfill_core.py): Slurm's walk in priority order
+ * (walk_limited), where a job a limit holds at its turn, counting the jobs the walk started
+ * before it, neither starts nor reserves. Returns the indices into order of the jobs it
  * starts now. */
 static PyObject *plan_limited(PyObject *self, PyObject *args) {
     PyObject *order, *rec, *user_use, *lim, *ends, *started = NULL;
-    Py_ssize_t n_test;
+    Py_ssize_t n_test, n_out;
     Params p;
     long long free_now;
     Limits l;
@@ -1189,59 +1204,12 @@ static PyObject *plan_limited(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(order);
     if (n_test <= 0 || n == 0) return PyList_New(0);
-    /* the candidates: their indices into order, units and limits (held ones left out) */
-    Py_ssize_t *cand = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
-    long long *units = PyMem_Malloc((size_t)n * sizeof(long long));
-    double *limit = PyMem_Malloc((size_t)n * sizeof(double));
     Held *held = PyMem_Malloc((size_t)n * sizeof(Held));
     Py_ssize_t *pos = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
-    Py_ssize_t m = 0, n_out, next = 0, tested = 0;
-    if (cand == NULL || units == NULL || limit == NULL || held == NULL || pos == NULL) {
+    if (held == NULL || pos == NULL)
         PyErr_NoMemory();
-        goto done;
-    }
-    if (take_tested(order, user_use, &l, n_test, &next, &tested, cand, units, limit, &m) < 0)
-        goto done;
-    for (;;) {
-        if (plan_core(units, limit, m, &p, free_now, ends, held, pos, &n_out) < 0) goto done;
-        /* the first planned start a limit holds, counting the planned starts before it */
-        PyObject *extra = PyDict_New();
-        if (extra == NULL) goto done;
-        Py_ssize_t first = -1;
-        int how = 0;
-        for (Py_ssize_t k = 0; k < n_out && first < 0; k++) {
-            PyObject *job = PyList_GET_ITEM(order, cand[pos[k]]);
-            long long nodes, cpus;
-            int h = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
-            if (h < 0 || (!h && count_start(extra, job, nodes, cpus) < 0)) {
-                Py_DECREF(extra);
-                goto done;
-            }
-            if (h) {
-                first = k;
-                how = h;
-            }
-        }
-        Py_DECREF(extra);
-        if (first < 0) break;
-        /* redo the plan without that job: the walk before it is unchanged */
-        Py_ssize_t k = pos[first], rest = m - k - 1;
-        memmove(cand + k, cand + k + 1, (size_t)rest * sizeof(Py_ssize_t));
-        memmove(units + k, units + k + 1, (size_t)rest * sizeof(long long));
-        memmove(limit + k, limit + k + 1, (size_t)rest * sizeof(double));
-        m--;
-        if (how == HOLD_PASSED) { /* it did not count: the walk goes one job deeper */
-            tested--;
-            if (take_tested(order, user_use, &l, n_test, &next, &tested, cand, units, limit,
-                            &m) < 0)
-                goto done;
-        }
-    }
-    started = index_list(pos, n_out, cand);
-done:
-    PyMem_Free(cand);
-    PyMem_Free(units);
-    PyMem_Free(limit);
+    else if (walk_limited(order, n_test, &p, free_now, ends, user_use, &l, held, pos, &n_out) == 0)
+        started = index_list(pos, n_out, NULL);
     PyMem_Free(held);
     PyMem_Free(pos);
     return started;
@@ -1470,7 +1438,6 @@ static PyMethodDef methods[] = {
     {"limit_filter", limit_filter, METH_VARARGS, "The jobs no QOS limit on running jobs holds."},
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
     {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
-    {"first_held", first_held, METH_VARARGS, "The first planned start a QOS limit holds."},
     {"walk_pools", walk_pools, METH_VARARGS, "The backfill walk on node pools."},
     {"bf_depth", bf_depth, METH_VARARGS, "How deep the backfill walks under QOS limits."},
     {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},

@@ -57,17 +57,6 @@ class Backfill(EngineState):
             self._backfill_pools()
             return
         order = st.order
-        if self._whole:
-            # one start at a time, so that each started job's end is in the map as Slurm's
-            # whole seconds put it (the compiled plan would add it unrounded)
-            while True:
-                if self._run_limits:
-                    idx = self._plan_limited()
-                else:
-                    idx = _backfill.plan(order, self.cfg.bf_max_job_test, self._map_params())
-                if not idx:
-                    return
-                self._start(order.pop(idx[0]), backfill=True)
         if self._run_limits:
             idx = self._plan_limited()
         else:
@@ -76,14 +65,12 @@ class Backfill(EngineState):
             self._start_indices(idx, backfill=True)
 
     def _plan_limited(self) -> list[int]:
-        """The compiled backfill plan under QOS limits: jobs held by a limit at their turn
-        in the walk (counting the jobs the pass starts before them) are left out, with no
-        reservation. The plan is redone without the first job a limit holds until none is
-        held: the walk before that job is unchanged, so this is the walk in order. Jobs that
-        Slurm passes over before its will-run test (:meth:`_bf_passes_over`) do not count
-        towards ``bf_max_job_test``, so the walk goes deeper past them
-        (``_backfill.plan_limited``; its Python model is plan_limited_model in
-        tests/sim/test_backfill_core.py)."""
+        """The compiled backfill plan under QOS limits, Slurm's walk in priority order: a
+        job held by a limit at its turn (counting the jobs the pass started before it)
+        neither starts nor reserves. Jobs that Slurm passes over before its will-run test
+        (:meth:`_bf_passes_over`) do not count towards ``bf_max_job_test``, so the walk goes
+        deeper past them (``_backfill.plan_limited``; its Python model is
+        plan_limited_model in tests/sim/test_backfill_core.py)."""
         st = self.state
         return _backfill.plan_limited(
             st.order,

@@ -176,6 +176,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
             linear=float(cfg.bf_window_linear),
             epoch=self.epoch,
             resolution=float(cfg.bf_resolution),
+            # a started job's end in Slurm's whole seconds, as _map_end puts it
+            end_shift=-0.5 if cycle is not None and cycle.whole_seconds else 0.0,
         )
         self.state = SimState(
             free=self.total_units,

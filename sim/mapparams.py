@@ -17,7 +17,8 @@ class MapParams:
     ``window``: Slurm's first will-run window (30 s; 0 for a plain earliest fit);
     ``linear``: ``bf_window_linear``; ``epoch``: the Unix time of t = 0 (Slurm aligns the
     will-run groups to Unix time); ``resolution``: ``bf_resolution``, for the ends of the
-    jobs a pass starts.
+    jobs a pass starts; ``end_shift``: added to the end of a job the pass starts (-0.5 in
+    Slurm's whole seconds, as ``sim.backfill.Backfill._map_end`` puts a running job's end).
     """
 
     now: float
@@ -31,3 +32,4 @@ class MapParams:
     linear: float
     epoch: float
     resolution: float
+    end_shift: float = 0.0

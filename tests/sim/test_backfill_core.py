@@ -414,11 +414,11 @@ def test_limit_filter_matches_the_limit_checks(
 
 @settings(max_examples=200, deadline=None)
 @given(*LIMITED_CASES, st.integers(0, 120))
-def test_limited_picks_and_first_held_match_the_limit_checks(
+def test_limited_picks_match_the_limit_checks(
     rows, use, max_jobs, max_nodes, max_cpus, exempt, world, depth, free
 ):
-    """The compiled main pass under limits (one pool) and the check of a backfill plan start
-    what the Python rules (``_limit_reason``, ``_count_start``) start, with the same counts."""
+    """The compiled main pass under limits (one pool) starts what the Python rules
+    (``_limit_reason``, ``_count_start``) start, with the same counts."""
     sim, order = limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world)
     assume(sim.limits is not None)
     want, want_extra = [], {}
@@ -435,26 +435,15 @@ def test_limited_picks_and_first_held_match_the_limit_checks(
     params = sim._limit_params()
     assert _backfill.limited_picks(order, depth, free, sim.state.user_use, extra, params) == want
     assert extra == want_extra
-    # first_held over every job in order: the first a limit holds, counting those before it
-    plan = list(range(len(order)))
-    ref_extra: dict[int, list[int]] = {}
-    want_held = -1
-    for k in plan:
-        if sim._limit_reason(order[k], ref_extra) is not None:
-            want_held = k
-            break
-        sim._count_start(order[k], ref_extra)
-    got_extra: dict[int, list[int]] = {}
-    assert _backfill.first_held(order, plan, sim.state.user_use, got_extra, params) == want_held
-    assert got_extra == ref_extra
 
 
 def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-def]
     """The backfill plan under QOS limits by the Python rules (``_limit_reason``,
     ``_bf_passes_over``, ``_count_start``) and :func:`plan_model`: the walk counts ``n_test``
     jobs, passing over uncounted those ``_bf_passes_over`` holds now; the jobs a limit holds
-    now are left out. While a planned start is held (counting the planned starts before it),
-    the plan is redone without it, and one job deeper when it was passed over uncounted.
+    now are left out. While a job of the plan, started or reserved, is held at its turn
+    (counting the planned starts before it), the plan is redone without it (Slurm's walk
+    neither starts nor reserves it), and one job deeper when it was passed over uncounted.
     Indices into ``order`` of the jobs started now."""
     cand: list[int] = []
     walk = iter(range(len(order)))
@@ -475,18 +464,20 @@ def plan_limited_model(sim, order, n_test, params):  # type: ignore[no-untyped-d
     take()
     while True:
         idx = plan_model([(order[i].units, order[i].limit) for i in cand], len(cand), params)
+        starts = set(idx)
         extra: dict[int, list[int]] = {}
         held = -1
-        for k, i in enumerate(idx):
-            if sim._limit_reason(order[cand[i]], extra) is not None:
+        for k, i in enumerate(cand):
+            if sim._limit_reason(order[i], extra) is not None:
                 held = k
                 break
-            sim._count_start(order[cand[i]], extra)
+            if k in starts:
+                sim._count_start(order[i], extra)
         if held < 0:
             return [cand[i] for i in idx]
-        job = order[cand[idx[held]]]
+        job = order[cand[held]]
         passed = sim._bf_passes_over(job, extra)
-        del cand[idx[held]]
+        del cand[held]
         if passed:
             tested -= 1
             take()

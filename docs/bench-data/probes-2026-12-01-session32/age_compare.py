@@ -26,7 +26,9 @@ from sim.realslurm import as_job
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent
-RUNS = ("seed7_run2", "seed59", "seed61", "seed71", "seed47_run2")
+RUNS = (
+    "seed7_run2", "seed59", "seed61", "seed71", "seed47_run2", "seed73", "seed137", "seed139",
+)  # fmt: skip
 LINE = re.compile(r"\[(\S+)\] .*_get_priority_internal: Job (\d+) priority: .* = ([\d.]+)")
 DECAY = re.compile(r"\[(\S+)\] .*Fair Tree fairshare algorithm, starting at root")
 

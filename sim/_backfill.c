@@ -249,8 +249,9 @@ static void map_add_release(Map *m, double t, long long units, double floor_t, l
 /* Build the map from `free_now` units now and the running jobs' ends. An end already due
  * counts as min_step from now (the job is being cleaned up). With p->window > 0 the ends
  * are grouped as Slurm's will-run test (_will_run_test in cons_common's job_test.c, 22.05)
- * removes running jobs: the first end rounded up to the next multiple of the window in Unix
- * time (an exact multiple moves a whole window on) is the barrier; a group takes every job
+ * removes running jobs: the first end (Slurm's own: the map's less p->end_shift) rounded up
+ * to the next multiple of the window in Unix time (an exact multiple moves a whole window
+ * on) is the barrier; a group takes every job
  * ending by barrier + window and frees its units at its last job's end; between groups the
  * window doubles (grows by `linear`, bf_window_linear, when set) until it reaches the next
  * end. */
@@ -267,9 +268,11 @@ static int map_build(Map *m, const Params *p, long long free_now, const Ends *e)
             map_add_release(m, e->t[k], e->u[k], floor_t, &cur);
     } else {
         double window = p->window;
-        double delta = fmod(e->t[0] + p->epoch, window);
+        /* the barrier from Slurm's own (whole-second) end: the map's less end_shift */
+        double first = e->t[0] - p->end_shift;
+        double delta = fmod(first + p->epoch, window);
         if (delta < 0) delta += window;
-        double barrier = e->t[0] + window - delta;
+        double barrier = first + window - delta + p->end_shift;
         Py_ssize_t i = 0;
         while (i < e->n) {
             long long units = 0;

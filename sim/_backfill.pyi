@@ -74,6 +74,39 @@ def plan_limited(
     limits: tuple[int, int, int, bool, bool, int, int],
     /,
 ) -> list[int]: ...
+def bf_depth(
+    order: list[Any],
+    n_test: int,
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int],
+    /,
+) -> int: ...
+def walk_pools(
+    order: list[Any],
+    stop: int,
+    start_now: bool,
+    seg_free: list[int],
+    seg_size: list[int],
+    running: dict[int, Any],
+    params: tuple[float, float, float, float, float, float, float, int],
+    user_use: dict[int, list[int]],
+    limits: tuple[int, int, int, bool, bool, int, int] | None,
+    /,
+) -> list[tuple[int, list[tuple[int, int]]]] | float | None: ...
+def queue_arrays(
+    pending: dict[int, Any],
+    running: dict[int, Any],
+    pend_id: np.ndarray,
+    pend_units: np.ndarray,
+    pend_limit: np.ndarray,
+    pend_submit: np.ndarray,
+    pend_eligible: np.ndarray,
+    run_id: np.ndarray,
+    run_units: np.ndarray,
+    run_limit: np.ndarray,
+    run_start: np.ndarray,
+    /,
+) -> None: ...
 
 # the compiled life cycle (sim/_lifecycle.c); ctx: JobManager._life_ctx's tuple
 def register_life(job_cls: type, record_cls: type, state_cls: type, end_kind: int, /) -> None: ...

@@ -27,14 +27,16 @@ def group_ends(
     window: float = 30.0,
     linear: float = 0.0,
     epoch: float = 0.0,
+    end_shift: float = 0.0,
 ) -> list[tuple[float, int, int]]:
     """(time, tie, units) at which running jobs free their units in Slurm's groups;
-    ``window <= 0`` keeps every end as it is."""
+    ``window <= 0`` keeps every end as it is. ``end_shift``: the map's ends less Slurm's
+    own (the barrier is cut from Slurm's)."""
     if window <= 0 or not ends:
         return list(ends)
     out = []
-    first = ends[0][0]
-    barrier = first + window - (first + epoch) % window
+    first = ends[0][0] - end_shift
+    barrier = first + window - (first + epoch) % window + end_shift
     i, n = 0, len(ends)
     while i < n:
         units = 0
@@ -62,11 +64,12 @@ class Profile:
         window: float = 0.0,
         linear: float = 0.0,
         epoch: float = 0.0,
+        end_shift: float = 0.0,
     ) -> None:
         """``ends``: (expected end, tie, units) of running jobs, sorted by end. An end that is
         already due counts as ``min_step`` from now (the job is still being cleaned up);
         ``window`` > 0 frees them in Slurm's groups (:func:`group_ends`)."""
-        ends = group_ends(ends, window, linear, epoch)
+        ends = group_ends(ends, window, linear, epoch, end_shift)
         ts = [now]
         free = [free_now]
         cur = free_now
@@ -145,7 +148,7 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
     held: list[tuple[float, float, int]] = []
     started = []
     for i, (units, limit) in enumerate(jobs[:n_test]):
-        prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch)
+        prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch, p.end_shift)
         for r in held:
             prof.reserve(*r)
         t = prof.earliest(units, limit)
@@ -154,7 +157,7 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
         if t == now:
             started.append(i)
             free -= units
-            insort(ends, (round_end(now + limit, res), -1, units))
+            insort(ends, (round_end(now + limit, res) + p.end_shift, -1, units))
         else:
             held.append((t, limit, whole_nodes(units, per_node, total)))
     return started
@@ -162,7 +165,9 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
 
 def estimate_model(jobs: list[tuple[int, float]], target: int, p: MapParams) -> float | None:
     """squeue --start for jobs[target]: every job before it reserves (whole nodes) first."""
-    prof = Profile(p.now, p.free, p.ends, p.horizon, p.min_step, p.window, p.linear, p.epoch)
+    prof = Profile(
+        p.now, p.free, p.ends, p.horizon, p.min_step, p.window, p.linear, p.epoch, p.end_shift
+    )
     per_node, total = p.per_node, p.total
     for i, (units, limit) in enumerate(jobs[: target + 1]):
         t = prof.earliest(units, limit)

@@ -58,10 +58,11 @@ def backfill_cases(draw):
     linear = draw(st.sampled_from([0.0, 0.0, 60.0]))
     epoch = draw(st.sampled_from([0.0, 7.0, 19.5, 1.7e9]))
     res = draw(st.sampled_from([1.0, 60.0]))
+    shift = draw(st.sampled_from([0.0, -0.5]))  # Slurm's whole seconds, as the engine puts them
     params = MapParams(
         now=NOW,
         free=total - used,
-        ends=running,
+        ends=[(t + shift, seq, u) for t, seq, u in running],
         horizon=horizon,
         min_step=min_step,
         per_node=per_node,
@@ -70,6 +71,7 @@ def backfill_cases(draw):
         linear=linear,
         epoch=epoch,
         resolution=res,
+        end_shift=shift,
     )
     return jobs, n_test, params
 
@@ -93,7 +95,7 @@ def test_estimate_matches_the_model(case, data):
     assert _backfill.estimate(order, target, params) == estimate_model(jobs, target, params)
 
 
-def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1) -> MapParams:
+def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1, shift=0.0) -> MapParams:
     return MapParams(
         now=NOW,
         free=free,
@@ -106,6 +108,7 @@ def map_args(free, ends, *, group=30.0, epoch=0.0, total=10, per_node=1) -> MapP
         linear=0.0,
         epoch=epoch,
         resolution=1.0,
+        end_shift=shift,
     )
 
 
@@ -131,6 +134,13 @@ def test_running_jobs_free_their_units_in_slurms_will_run_groups():
     # barrier a whole window on, to 1140; the first group takes in 1145 (by 1170) and frees
     # both at once, at 1145.
     assert _backfill.estimate(job, 0, map_args(2, ends, total=16, epoch=10.0)) == 1145.0
+    # In Slurm's whole seconds the engine puts each end half a second early; the barrier is
+    # still cut from Slurm's own end, 1100 (Unix 1110, a 30-s multiple): a whole window on,
+    # Unix 1140, and the first group takes in 1145, freed at its map end 1144.5. (Cut from
+    # 1099.5 the barrier would be Unix 1110 and 1145 would be left to the next group.)
+    ends_whole = [(1099.5, 0, 2), (1144.5, 1, 4), (1299.5, 2, 8)]
+    shifted = map_args(2, ends_whole, total=16, epoch=10.0, shift=-0.5)
+    assert _backfill.estimate(job, 0, shifted) == 1144.5
     # Without groups the job starts at the first end that frees enough units.
     assert _backfill.estimate(job, 0, map_args(2, ends, total=16, group=0.0, epoch=10.0)) == 1100.0
     # A job started by the pass joins the running jobs and can regroup them for the next:

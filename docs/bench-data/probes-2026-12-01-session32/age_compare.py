@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent
 RUNS = (
     "seed7_run2", "seed59", "seed61", "seed71", "seed47_run2", "seed73", "seed137", "seed139",
+    "seed149", "seed151", "seed157", "seed163",
 )  # fmt: skip
 LINE = re.compile(r"\[(\S+)\] .*_get_priority_internal: Job (\d+) priority: .* = ([\d.]+)")
 DECAY = re.compile(r"\[(\S+)\] .*Fair Tree fairshare algorithm, starting at root")

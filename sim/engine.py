@@ -176,7 +176,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
             linear=float(cfg.bf_window_linear),
             epoch=self.epoch,
             resolution=float(cfg.bf_resolution),
-            # a started job's end in Slurm's whole seconds, as _map_end puts it
+            # the map's ends in Slurm's whole seconds, as _map_end puts them
             end_shift=-0.5 if cycle is not None and cycle.whole_seconds else 0.0,
         )
         self.state = SimState(

@@ -17,8 +17,10 @@ class MapParams:
     ``window``: Slurm's first will-run window (30 s; 0 for a plain earliest fit);
     ``linear``: ``bf_window_linear``; ``epoch``: the Unix time of t = 0 (Slurm aligns the
     will-run groups to Unix time); ``resolution``: ``bf_resolution``, for the ends of the
-    jobs a pass starts; ``end_shift``: added to the end of a job the pass starts (-0.5 in
-    Slurm's whole seconds, as ``sim.backfill.Backfill._map_end`` puts a running job's end).
+    jobs a pass starts; ``end_shift``: how far the map's ends lie from Slurm's own (-0.5 in
+    Slurm's whole seconds, as ``sim.backfill.Backfill._map_end`` puts a running job's end),
+    added to the end of a job the pass starts and taken off the first end before the
+    will-run barrier is cut from it.
     """
 
     now: float

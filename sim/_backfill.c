@@ -251,10 +251,9 @@ static void map_add_release(Map *m, double t, long long units, double floor_t, l
  * are grouped as Slurm's will-run test (_will_run_test in cons_common's job_test.c, 22.05)
  * removes running jobs: the first end (Slurm's own: the map's less p->end_shift) rounded up
  * to the next multiple of the window in Unix time (an exact multiple moves a whole window
- * on) is the barrier; a group takes every job
- * ending by barrier + window and frees its units at its last job's end; between groups the
- * window doubles (grows by `linear`, bf_window_linear, when set) until it reaches the next
- * end. */
+ * on) is the barrier; a group takes every job ending by barrier + window and frees its
+ * units at its last job's end; between groups the window doubles (grows by `linear`,
+ * bf_window_linear, when set) until it reaches the next end. */
 static int map_build(Map *m, const Params *p, long long free_now, const Ends *e) {
     if (map_reserve_capacity(m, e->n + 1) < 0) return -1;
     m->ts[0] = p->now;
@@ -492,42 +491,58 @@ typedef struct { double t, dur; long long units; } Held;
  * job that waits reserves its earliest start (whole nodes); a job started now joins the
  * running jobs, so the map is rebuilt with it (its end can regroup the others) and the
  * reservations so far. */
+/* A backfill walk in progress over the map: the units still free now, the reservations so
+ * far (in `held`) and whether a start left the map to rebuild. */
+typedef struct {
+    long long free_left;
+    Py_ssize_t n_held;
+    int stale;
+} Walk;
+
+/* One job's turn in a backfill walk (plan_core(), walk_limited()): the map rebuilt first if
+ * a start left it stale (the running jobs' ends, then the reservations so far); then the job
+ * starts now, its end joining the running jobs' (1), or reserves its earliest start, whole
+ * nodes (0), or finds none (0). -1 with an exception. */
+static int walk_turn(Walk *w, const Params *p, Held *held, long long units, double limit) {
+    if (w->stale) {
+        if (map_build(&map, p, w->free_left, &ends_buf) < 0) return -1;
+        for (Py_ssize_t h = 0; h < w->n_held; h++)
+            if (map_reserve(&map, held[h].t, held[h].dur, held[h].units) < 0) return -1;
+        w->stale = 0;
+    }
+    int found;
+    double t = map_earliest(&map, units, limit, &found);
+    if (!found) return 0;
+    if (t == p->now) {
+        w->free_left -= units;
+        double end = round_end(p->now + limit, p->res) + p->end_shift;
+        if (ends_insert(&ends_buf, end, units) < 0) return -1;
+        w->stale = 1;
+        return 1;
+    }
+    held[w->n_held] = (Held){t, limit, whole_nodes(units, p->per_node, p->total)};
+    if (map_reserve(&map, t, limit, held[w->n_held].units) < 0) return -1;
+    w->n_held++;
+    return 0;
+}
+
 static int plan_core(const long long *units, const double *limit, Py_ssize_t n, const Params *p,
                      long long free_now, PyObject *ends, Held *held, Py_ssize_t *out,
                      Py_ssize_t *n_out) {
     *n_out = 0;
     /* A job larger than the free units cannot start in this pass (starts only take units);
      * past the last one that fits, nothing changes. */
-    Py_ssize_t last = -1, n_held = 0;
+    Py_ssize_t last = -1;
     for (Py_ssize_t i = 0; i < n; i++)
         if (units[i] <= free_now) last = i;
     if (last < 0) return 0;
     if (ends_load(&ends_buf, ends) < 0) return -1;
     if (map_build(&map, p, free_now, &ends_buf) < 0) return -1;
-    long long free_left = free_now;
-    int stale = 0;
+    Walk w = {free_now, 0, 0};
     for (Py_ssize_t i = 0; i <= last; i++) {
-        if (stale) {
-            if (map_build(&map, p, free_left, &ends_buf) < 0) return -1;
-            for (Py_ssize_t h = 0; h < n_held; h++)
-                if (map_reserve(&map, held[h].t, held[h].dur, held[h].units) < 0) return -1;
-            stale = 0;
-        }
-        int found;
-        double t = map_earliest(&map, units[i], limit[i], &found);
-        if (!found) continue;
-        if (t == p->now) {
-            out[(*n_out)++] = i;
-            free_left -= units[i];
-            double end = round_end(p->now + limit[i], p->res) + p->end_shift;
-            if (ends_insert(&ends_buf, end, units[i]) < 0)
-                return -1;
-            stale = 1;
-        } else {
-            held[n_held] = (Held){t, limit[i], whole_nodes(units[i], p->per_node, p->total)};
-            if (map_reserve(&map, t, limit[i], held[n_held].units) < 0) return -1;
-            n_held++;
-        }
+        int started = walk_turn(&w, p, held, units[i], limit[i]);
+        if (started < 0) return -1;
+        if (started) out[(*n_out)++] = i;
     }
     return 0;
 }
@@ -877,8 +892,8 @@ static int fs_view(PyObject *fs, Py_buffer *view, FsView *fsv) {
 /* refresh(order, tick, w_age, max_age, w_fs, fs[, whole_age]) -> bool
  * Recompute every job's priority as of `tick` (Slurm truncates the weighted sum to an
  * integer, at least 1; with `whole_age` a job's age, tick - accrue, is rounded to whole
- * seconds: sim.priority.PriorityModel.accrue_time stores it so), set job.prio, sort `order` in place by (-tier, -prio, seq); True
- * if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
+ * seconds: sim.priority.PriorityModel.accrue_time stores it so), set job.prio, sort `order`
+ * in place by (-tier, -prio, seq); True if the order changed. A job whose priority changed gets job.key = None (SimJob.sort_key
  * computes it then). fs: the fair-share factor per user code, as a float64 buffer (a NumPy
  * array) or as (usage, total, scale[, tree, associations]), the folded usage from which each
  * queued job's factor is computed here, 2^(-(usage / total) * scale) or with `tree` Fair
@@ -1136,7 +1151,7 @@ static int walk_limited(PyObject *order, Py_ssize_t n_test, const Params *p, lon
                         PyObject *ends, PyObject *user_use, const Limits *l, Held *held,
                         Py_ssize_t *out, Py_ssize_t *n_out) {
     *n_out = 0;
-    Py_ssize_t n = PyList_GET_SIZE(order), last = -1, tested = 0, n_held = 0;
+    Py_ssize_t n = PyList_GET_SIZE(order), last = -1, tested = 0;
     /* past the last job that fits the free units, nothing more starts */
     for (Py_ssize_t i = 0; i < n; i++) {
         long long u;
@@ -1148,8 +1163,8 @@ static int walk_limited(PyObject *order, Py_ssize_t n_test, const Params *p, lon
     if (map_build(&map, p, free_now, &ends_buf) < 0) return -1;
     PyObject *extra = PyDict_New();
     if (extra == NULL) return -1;
-    long long free_left = free_now;
-    int stale = 0, rc = -1;
+    Walk w = {free_now, 0, 0};
+    int rc = -1;
     for (Py_ssize_t i = 0; i <= last && tested < n_test; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
         long long nodes, cpus, units;
@@ -1161,27 +1176,9 @@ static int walk_limited(PyObject *order, Py_ssize_t n_test, const Params *p, lon
         if (h) continue;
         if (read_ll(slot(job, F_UNITS), &units) < 0 || read_double(slot(job, F_LIMIT), &limit) < 0)
             goto done;
-        if (stale) {
-            if (map_build(&map, p, free_left, &ends_buf) < 0) goto done;
-            for (Py_ssize_t k = 0; k < n_held; k++)
-                if (map_reserve(&map, held[k].t, held[k].dur, held[k].units) < 0) goto done;
-            stale = 0;
-        }
-        int found;
-        double t = map_earliest(&map, units, limit, &found);
-        if (!found) continue;
-        if (t == p->now) {
-            out[(*n_out)++] = i;
-            free_left -= units;
-            double end = round_end(p->now + limit, p->res) + p->end_shift;
-            if (ends_insert(&ends_buf, end, units) < 0 || count_start(extra, job, nodes, cpus) < 0)
-                goto done;
-            stale = 1;
-        } else {
-            held[n_held] = (Held){t, limit, whole_nodes(units, p->per_node, p->total)};
-            if (map_reserve(&map, t, limit, held[n_held].units) < 0) goto done;
-            n_held++;
-        }
+        int started = walk_turn(&w, p, held, units, limit);
+        if (started < 0 || (started && count_start(extra, job, nodes, cpus) < 0)) goto done;
+        if (started) out[(*n_out)++] = i;
     }
     rc = 0;
 done:

@@ -555,7 +555,11 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
                 t = tick
             # with jobs pending, every wake-up runs a pass (and drifts) while anything else
             # is still to come; once nothing is, no pass could change anything
-            if cycle is not None and bf and (st.bf_dirty or (st.pending and t < math.inf)):
+            if (
+                cycle is not None
+                and bf
+                and (st.bf_dirty or st.released or (st.pending and t < math.inf))
+            ):
                 t = min(t, self._next_wake())
             # periodic passes that could change something (_can_any_start, inlined)
             free = st.free
@@ -658,21 +662,23 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
                         state = _FAILED
                     else:
                         state = _COMPLETED
-                    self._release(job, state)
+                    settled = None if cycle is None else t  # its epilog's end
                     if (
                         cycle is not None
                         and cycle.completing > 0
                         and t - st.bf_pass_at < cycle.completing_window
                     ):
                         # the epilog completes later: no starts until then, then a main pass
-                        st.cg_until = max(st.cg_until, t + cycle.completing)
+                        settled = t + cycle.completing
+                        st.cg_until = max(st.cg_until, settled)
                         self._push(st.cg_until, _KICK, None)
                     elif cycle is not None and cycle.epilog > 0:
                         # its node stays COMPLETING until the epilog ends: nothing starts
-                        hold = self._epilog_of.get(job.name, cycle.epilog)
-                        st.cg_until = max(st.cg_until, t + hold)
+                        settled = t + self._epilog_of.get(job.name, cycle.epilog)
+                        st.cg_until = max(st.cg_until, settled)
                         if end_main:
-                            self._push(t + hold, _KICK, None)
+                            self._push(settled, _KICK, None)
+                    self._release(job, state, settled)
                 events = True
                 st.main_dirty = st.main_dirty or end_main
                 if ticks:
@@ -777,6 +783,8 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         full_main = self._full_main_now()
         if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due
+        if st.main_dirty or full_main:
+            self._independent_now()
         can_start = self._can_any_start()
         if can_start and t >= st.calc_next and self._refresh_priorities():
             st.bf_dirty = True

@@ -67,8 +67,7 @@ class BackfillCycle:
     ``completing`` hold. ``whole_seconds``: the backfill map counts in Slurm's whole seconds
     (``time_t``): a pass plans from the second it runs in, a running job ends in the map at
     its start's second plus its limit, and a job that would end in the very second a
-    reservation begins delays it (Slurm's map test is closed at the end); one job is
-    started at a time, so that each started job is in the map so rounded.
+    reservation begins delays it (Slurm's map test is closed at the end).
 
     ``main_wakes`` replays the main scheduler's measured runs (slurmctld's background loop
     runs it at its one-second ticks, at most once per ``batch_sched_delay`` for
@@ -90,6 +89,12 @@ class BackfillCycle:
     ``epilogs``: (job name, seconds) of jobs whose epilog is measured (a log at ``debug2``
     names the late ones): after such a job's end nothing starts for that long, in place of
     ``epilog``.
+
+    A job that waits on another's end (afterok, afterany, afternotok) becomes eligible, its
+    age counted from then, at the first backfill pass or main-scheduler run that begins
+    after that job's epilog (or ``completing`` hold) ends: Slurm's dependency holds while the
+    job is COMPLETING, and ``job_independent`` sets the begin time when a pass builds its
+    queue.
 
     ``calc_phase``: slurmctld's decay thread (which folds fair-share usage and recomputes
     every priority) runs every ``PriorityCalcPeriod`` from its own start, so its ticks fall
@@ -149,6 +154,7 @@ class EngineState:
         ) -> None: ...
         def _start_indices(self, idx: list[int], backfill: bool) -> None: ...
         def _known(self, jid: int) -> bool: ...
+        def _independent_now(self) -> None: ...
 
         # sim/job_scheduler.py
         def _calc_tick(self, now: float) -> float: ...

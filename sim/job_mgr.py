@@ -279,6 +279,23 @@ class JobManager(EngineState):
             )
         )
 
+    def _independent_now(self) -> None:
+        """A scheduler pass builds its queue (Slurm's ``build_job_queue``): a job whose
+        dependency's epilog has ended is independent from now on. Slurm's afterok and
+        afterany hold until the dependency is no longer COMPLETING, and ``job_independent``
+        sets the job's begin time (its eligible and accrue time) at the first queue built
+        after that, not at the end itself (the saved real runs' recorded Eligible)."""
+        st = self.state
+        if not st.released:
+            return
+        now, waiting = st.now, []
+        for at, job in st.released:
+            if at > now:
+                waiting.append((at, job))
+            elif job.id in st.pending:
+                self._check_eligible(job)
+        st.released = waiting
+
     def _check_eligible(self, job: SimJob) -> None:
         """Make a pending job eligible when its begin time and dependencies allow. A job
         over its partition's MaxTime never is (PartitionTimeLimit)."""
@@ -385,8 +402,9 @@ class JobManager(EngineState):
         for job in jobs:
             self._start(job, backfill)
 
-    def _release(self, job: SimJob, state: JobState) -> None:
-        """A running job ended (completed, failed, timed out or cancelled)."""
+    def _release(self, job: SimJob, state: JobState, settled: float | None = None) -> None:
+        """A running job ended (completed, failed, timed out or cancelled). ``settled``:
+        when its epilog ends, where the jobs waiting on it wait for that (BackfillCycle)."""
         st = self.state
         st.free += job.units
         if self._general:
@@ -396,9 +414,13 @@ class JobManager(EngineState):
         del ends[bisect_left(ends, entry)]
         if self.prio.w_fairshare:
             self.prio.fairshare.change(job.user, -job.units, st.now)
-        self._finish(job, state, job.start, st.now)
+        self._finish(job, state, job.start, st.now, settled)
 
-    def _finish(self, job: SimJob, state: JobState, start: float, end: float) -> None:
+    def _finish(
+        self, job: SimJob, state: JobState, start: float, end: float, settled: float | None = None
+    ) -> None:
+        """Log a job that left the queue and wake the jobs that wait on it: at once, or from
+        the first scheduler pass at or after ``settled`` (:meth:`_independent_now`)."""
         st = self.state
         if self.limits is not None:
             self._use(job.user)[3] -= 1
@@ -408,7 +430,10 @@ class JobManager(EngineState):
         if job.id in deps.waiters:
             for w in deps.finished_waiters(job.id):
                 if w.id in st.pending:
-                    self._check_eligible(w)
+                    if settled is None:
+                        self._check_eligible(w)
+                    else:
+                        st.released.append((settled, w))
         if job.name:
             for w in deps.leave_group(job):
                 if w.id in st.pending and math.isnan(w.eligible) and w.has_singleton:

@@ -24,7 +24,7 @@ from pathlib import Path
 from hpcbase.jobs import JobSpec
 from hpcbase.slurm.ctldlog import read_events
 from sim.config import SlurmConfig
-from sim.engine import BackfillCycle, Simulator
+from sim.engine import BackfillCycle, JobView, Simulator
 from sim.limits import QosLimits
 from sim.realslurm import WorkloadJob
 
@@ -131,6 +131,24 @@ def simulate(
     second it fell in. ``qos`` and ``qos_applied`` are :func:`sim.realslurm.run_workload`'s
     limits and the changes it made (Unix time, limits): each change sets its keys and
     keeps the others, as ``sacctmgr modify`` does."""
+    t0, views = replayed_jobs(jobs, rows, conf, timing, qos=qos, qos_applied=qos_applied)
+    starts = {name: v.start for name, v in views.items()}
+    if timing is not None:
+        starts = {k: math.floor(v) for k, v in starts.items()}
+    return {k: v + t0 for k, v in starts.items()}
+
+
+def replayed_jobs(
+    jobs: list[WorkloadJob],
+    rows: list[dict],
+    conf: Path,
+    timing: Timing | None = None,
+    *,
+    qos: str | None = None,
+    qos_applied: Sequence[tuple[float, str]] = (),
+) -> tuple[float, dict[str, JobView]]:
+    """:func:`simulate`'s replay: the first submission's whole second (Unix time, the
+    replay's t = 0) and each job's view at the end, by name (times from t = 0)."""
     cfg = SlurmConfig.from_file(conf)
     t0 = min(r["submit"] for r in rows)
     text = qos or ""
@@ -198,10 +216,7 @@ def simulate(
             )
         )
     sim.run()
-    starts = {name: sim.job(jid).start for name, jid in ids.items()}
-    if timing is not None:
-        starts = {k: math.floor(v) for k, v in starts.items()}
-    return {k: v + t0 for k, v in starts.items()}
+    return t0, {name: sim.job(jid) for name, jid in ids.items()}
 
 
 def measure_timing(

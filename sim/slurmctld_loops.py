@@ -21,6 +21,7 @@ class ControllerLoops(EngineState):
         """A main-scheduler run of slurmctld's background loop, now: measured (a real
         run's log, ``BackfillCycle.main_wakes``) or modelled (``main_ticks``)."""
         st = self.state
+        self._independent_now()
         if self._can_any_start():
             self._main_pass(len(st.order) if full else self.cfg.default_queue_depth)
         st.main_ran_at = st.now
@@ -143,6 +144,7 @@ class ControllerLoops(EngineState):
         nxt = st.now + self.cfg.bf_interval
         if st.bf_dirty or events or st.pending:
             st.bf_pass_at = st.now
+            self._independent_now()
             if self._can_any_start():
                 self._backfill_pass()
             # an epilog that holds every start leaves the pass to do again

@@ -120,6 +120,9 @@ class SimState:
     kick_at: float = -math.inf  # the delayed main-scheduler run (batch_sched_delay), if > now
     bf_pass_at: float = -math.inf  # when the last backfill pass began (BackfillCycle only)
     cg_until: float = -math.inf  # no job starts before: an epilog runs (BackfillCycle only)
+    #: jobs whose dependency ended, with its epilog's end: independent at the first
+    #: scheduler pass from then on (BackfillCycle only, :meth:`JobManager._independent_now`)
+    released: list[tuple[float, SimJob]] = field(default_factory=list)
     seg_free: list[int] = field(default_factory=list)  # units free per node-pool segment
     seg_cap: list[int] = field(default_factory=list)  # units available per segment now
     #: per segment, units running jobs hold over its availability (paid back as they end)

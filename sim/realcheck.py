@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from hpcbase.jobs import JobSpec
 from hpcbase.slurm.ctldlog import read_events
@@ -115,23 +116,29 @@ def _as_replayed(t: Timing) -> Timing:
     return replace(t, whole_seconds=True, epilog=REPLAY_EPILOG, main_on_end=False, completing=0.0)
 
 
+class QosChanges(TypedDict, total=False):
+    """The QOS limits of a run (:func:`sim.realslurm.run_workload`'s): ``qos``, and the
+    changes it made (``qos_applied``: Unix time, limits); each change sets its keys and
+    keeps the others, as ``sacctmgr modify`` does."""
+
+    qos: str | None
+    qos_applied: Sequence[tuple[float, str]]
+
+
 def simulate(
     jobs: list[WorkloadJob],
     rows: list[dict],
     conf: Path,
     timing: Timing | None = None,
-    *,
-    qos: str | None = None,
-    qos_applied: Sequence[tuple[float, str]] = (),
+    **limits: Unpack[QosChanges],
 ) -> dict[str, float]:
-    """Replay the jobs as real Slurm received them; returns simulated start per name.
+    """Replay the jobs as real Slurm received them, under the run's QOS ``limits``;
+    returns simulated start per name (Unix time).
 
     With ``timing`` (the ``cycle`` replay) each job runs its sleep, submissions fall at
     their sub-second times, and a start is reported, as Slurm records it, at the whole
-    second it fell in. ``qos`` and ``qos_applied`` are :func:`sim.realslurm.run_workload`'s
-    limits and the changes it made (Unix time, limits): each change sets its keys and
-    keeps the others, as ``sacctmgr modify`` does."""
-    t0, views = replayed_jobs(jobs, rows, conf, timing, qos=qos, qos_applied=qos_applied)
+    second it fell in."""
+    t0, views = replayed_jobs(jobs, rows, conf, timing, **limits)
     starts = {name: v.start for name, v in views.items()}
     if timing is not None:
         starts = {k: math.floor(v) for k, v in starts.items()}
@@ -143,18 +150,17 @@ def replayed_jobs(
     rows: list[dict],
     conf: Path,
     timing: Timing | None = None,
-    *,
-    qos: str | None = None,
-    qos_applied: Sequence[tuple[float, str]] = (),
+    **limits: Unpack[QosChanges],
 ) -> tuple[float, dict[str, JobView]]:
     """:func:`simulate`'s replay: the first submission's whole second (Unix time, the
     replay's t = 0) and each job's view at the end, by name (times from t = 0)."""
     cfg = SlurmConfig.from_file(conf)
     t0 = min(r["submit"] for r in rows)
+    qos = limits.get("qos")
     text = qos or ""
-    limits = QosLimits.from_text(text, "qos") if qos else None
+    held = QosLimits.from_text(text, "qos") if qos else None
     steps = []
-    for at, change in qos_applied:
+    for at, change in limits.get("qos_applied", ()):
         text = f"{text} {change}"
         steps.append((at - t0, QosLimits.from_text(text, "qos")))
     users = {u: k for k, u in enumerate(sorted({j.user for j in jobs}))}
@@ -167,7 +173,7 @@ def replayed_jobs(
         cfg,
         epoch=t0,
         cycle=timing.cycle() if timing else None,
-        limits=limits,
+        limits=held,
         limit_steps=steps,
         users=len(users),
         associations=associations,

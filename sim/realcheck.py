@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -86,9 +86,12 @@ DEFAULT_TIMING = Timing(
     completing_window=0.03,
 )
 
-# --timing replay: a node stays COMPLETING until its epilog ends, 5 to 24 ms after the end
-# (median 6 ms in the full logs of seeds 103 and 107): measured, not fitted.
-REPLAY_EPILOG = 0.006
+# --timing replay: a node stays COMPLETING until its epilog ends. For a job whose log does
+# not name its epilog's end: the median of the 585 epilogs that the TraceJobs logs of
+# session 32 name (2 to 31 ms, p10 2, p90 7; epilog_lengths.py in
+# docs/bench-data/probes-2026-12-02-session33): measured, not fitted. Until session 33 it
+# was 6 ms, the median of the slow ones that a debug2 log names alone.
+REPLAY_EPILOG = 0.003
 
 
 def replay(t: Timing) -> Timing:
@@ -253,12 +256,19 @@ def measure_timing(
         if drift:
             t.bf_cost = statistics.median(drift)
         measured.append("backfill phase and pass time")
-    start = {name[j]: w for w, j in found["start"] if j in name}
+    # a start counts from the scheduler run that made it (the replay starts a job then),
+    # not from its own line, logged a few milliseconds into the run
+    runs = sorted(
+        [w for w, _ in found["pass"]]
+        + [w for w, _ in found["main"]]
+        + [w for w, _ in found["main_full"]]
+    )
+    start = {name[j]: run_began(runs, w) for w, j in found["start"] if j in name}
     lat = [w - start[name[j]] - sleep[name[j]] for w, j in found["end"] if name.get(j) in start]
     if lat:
         t.end_latency = statistics.median(lat)
         measured.append("completion latency")
-    start.update({name[j]: w for w, j in found["main_start"] if j in name})
+    start.update({name[j]: run_began(runs, w) for w, j in found["main_start"] if j in name})
     t.latencies = {
         name[j]: w - start[name[j]] - sleep[name[j]]
         for w, j in found["end"]
@@ -280,6 +290,17 @@ def measure_timing(
         measured.append("decay thread")
     t.source = "measured: " + ", ".join(measured) if measured else "default"
     return t
+
+
+RUN_SPAN = 0.05  # a start logged this long after a scheduler run began belongs to it (s)
+
+
+def run_began(runs: list[float], logged: float) -> float:
+    """When the scheduler run that logged a start at ``logged`` began: the last backfill
+    pass or main-scheduler run at most ``RUN_SPAN`` before (``runs`` sorted), else the
+    logged time itself (a log without those lines)."""
+    i = bisect_right(runs, logged)
+    return runs[i - 1] if i and logged - runs[i - 1] <= RUN_SPAN else logged
 
 
 def loop_ticks(mains: list[tuple[float, bool]]) -> tuple[float, float, float] | None:

@@ -4,7 +4,9 @@ real run with a full slurmctld log (the ``replay`` timing). Compared where the r
 the dependency within 10 ms of the log's ``_job_complete`` line (else the schedules differ
 before the release, and so does the second). Also printed: the seconds from the dependency's
 recorded End to the Eligible, for the replay and Slurm (sacct's End can be the second
-before the log's line: a completion processed across a second's turn)."""
+before the log's line: a completion processed across a second's turn); and how many of a
+run's jobs the replay ends within 1 ms of the log's line. Arguments: the runs' names
+(``fairshare1000_qos_seed167``); none, every saved run."""
 
 import json
 import math
@@ -23,7 +25,11 @@ from sim.realslurm import as_job  # noqa: E402
 DATA = Path("docs/bench-data")
 same = total = 0
 tmp = Path(tempfile.mkdtemp())
-for path in sorted(DATA.glob("sim_fidelity_real_*.json")):
+names = sys.argv[1:]
+paths = [DATA / f"sim_fidelity_real_{n}.json" for n in names] or sorted(
+    DATA.glob("sim_fidelity_real_*.json")
+)
+for path in paths:
     saved = json.loads(path.read_text())
     if "jobs" in saved:
         jobs = [as_job(j, i) for i, j in enumerate(saved["jobs"])]
@@ -55,6 +61,8 @@ for path in sorted(DATA.glob("sim_fidelity_real_*.json")):
         same += sim == real
         mark = "" if sim == real else " MISSED"
         out.append(f"{job.name} {sim - real_end:+.0f}/{real - real_end:+.0f}{mark}")
+    exact = sum(abs(views[n].end - w) < 1e-3 for n, w in log_end.items())
+    out.append(f"ends within 1 ms of the log: {exact} of {len(log_end)}")
     print(f"{path.stem[len('sim_fidelity_real_') :]:<32} {', '.join(out)}")
 print("(per job: seconds from its dependency's recorded End to its Eligible, replay/Slurm)")
 print(f"released jobs whose Eligible second is Slurm's: {same} of {total}")

@@ -783,7 +783,7 @@ class Simulator(JobManager, MainScheduler, Backfill, StartEstimates, AcctPolicy,
         full_main = self._full_main_now()
         if not (st.main_dirty or full_main or t >= st.calc_next):
             return  # nothing due
-        if st.main_dirty or full_main:
+        if st.released and (st.main_dirty or full_main):
             self._independent_now()
         can_start = self._can_any_start()
         if can_start and t >= st.calc_next and self._refresh_priorities():

@@ -31,8 +31,9 @@ runs saved before issue 13's item 5 (the completing hold on the 15 saved before 
 ``replay`` (the default here) is ``cycle`` for a run without a full log; a run with one
 (``--ctld-log`` from seed 79 on) replays what its log measured, pass by pass and job by
 job: every backfill pass, every job's completion latency and submission; and it models
-Slurm's whole-second backfill map, a 6-ms epilog after each end (measured) during which
-nothing starts, and no main-scheduler run at a job's end (see ``replay``).
+Slurm's whole-second backfill map, each job's epilog after its end (as its log names it,
+else 3 ms) during which nothing starts, a job released by a dependency at the first pass
+after that epilog, and no main-scheduler run at a job's end (see ``replay``).
 
 ``--nodes N``: the same 16 CPUs as N nodes of 16/N CPUs each (one slurmd per node on this
 machine, ``LocalCluster(nodes=N)``); a job's CPUs (``sbatch -n``) may span nodes, and the

@@ -237,8 +237,10 @@ def measure_timing(
 ) -> Timing:
     """The run's sub-second timing from its slurmctld log (times in the log are local):
     the first backfill pass, the median pass run time (drift of passes one interval apart),
-    the median of (end processed - start - sleep) over backfill-started jobs, each
-    submission, the epilogs the log names (a ``debug2`` log names the late ones), and the
+    each job's completion latency (end processed - start - sleep, its start counted from
+    the scheduler run that made it: :func:`run_began`) and their median over
+    backfill-started jobs, each submission, the epilogs the log names (a ``debug2`` log
+    names the late ones, a ``TraceJobs`` one every one), and the
     decay thread's phase within ``calc_period`` (its runs, logged with
     ``DebugFlags=Priority``). What the log lacks (an older log kept only the backfill
     lines) is ``DEFAULT_TIMING``'s."""

@@ -62,6 +62,27 @@ def test_an_epilog_longer_than_the_gap_to_the_next_pass_waits_for_the_one_after(
     assert math.isclose(eligible, 7.3)
 
 
+def test_two_dependencies_release_after_the_later_epilog() -> None:
+    """afterok on two jobs: eligible at the first pass after the later one's epilog; a
+    snapshot taken while it waits restores the wait."""
+    cycle = BackfillCycle(wakes=PASSES, epilog=0.006, main_on_end=False)
+    sim = Simulator(None, SlurmConfig(), total_units=4, cycle=cycle)
+    a = sim.submit(JobSpec(units=2, limit=60, runtime=3.0, submit=0.0))
+    b = sim.submit(JobSpec(units=2, limit=60, runtime=5.0, submit=0.0))
+    c = sim.submit(
+        JobSpec(units=4, limit=60, runtime=1.0, submit=0.1, dependency=f"afterok:{a}:{b}")
+    )
+    sim.run(until=5.301)  # b ended at 5.3, its epilog runs to 5.306
+    assert math.isnan(sim.job(c).eligible)
+    blob = sim.snapshot()
+    sim.run()
+    assert math.isclose(sim.job(a).end, 3.3) and math.isclose(sim.job(b).end, 5.3)
+    assert math.isclose(sim.job(c).eligible, 6.3) and math.isclose(sim.job(c).start, 6.3)
+    sim.restore(blob)
+    sim.run()
+    assert math.isclose(sim.job(c).start, 6.3)
+
+
 def test_released_at_the_end_without_backfill_cycle() -> None:
     end, eligible, start = chain(None)
     assert eligible == end == start == 5.0

@@ -33,7 +33,7 @@ def replay(code: str, log: str) -> tuple[str, float | None, float | None]:
 
 def main() -> int:
     before, after, *logs = sys.argv[1:]
-    for log in logs:
+    for log in (str(Path(p).absolute()) for p in logs):
         name = Path(log).name
         nb, sb, rec = replay(before, log)
         na, sa, _ = replay(after, log)

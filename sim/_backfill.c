@@ -971,18 +971,26 @@ static int use_count(PyObject *use, int k, long long *out) {
 typedef struct {
     long long max_jobs, max_nodes, max_cpus, per_node, node_cpus;
     int exempt, cpu_counted;
+    PyObject *exempt_users; /* a frozenset of users no limit applies to (borrowed); NULL: none */
 } Limits;
 
 static int parse_limits(PyObject *t, Limits *l) {
-    if (!PyArg_ParseTuple(t, "LLLppLL;limits: expected (max_jobs, max_nodes, max_cpus, "
-                             "larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus)",
+    PyObject *users;
+    if (!PyArg_ParseTuple(t, "LLLppLLO;limits: expected (max_jobs, max_nodes, max_cpus, "
+                             "larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus, "
+                             "exempt_users)",
                           &l->max_jobs, &l->max_nodes, &l->max_cpus, &l->exempt, &l->cpu_counted,
-                          &l->per_node, &l->node_cpus))
+                          &l->per_node, &l->node_cpus, &users))
         return -1;
     if (l->per_node < 1 || l->node_cpus < 1) {
         PyErr_SetString(PyExc_ValueError, "limits: cpus_per_node and node_cpus must be >= 1");
         return -1;
     }
+    if (!PyAnySet_Check(users)) {
+        PyErr_SetString(PyExc_TypeError, "limits: exempt_users must be a set or frozenset");
+        return -1;
+    }
+    l->exempt_users = PySet_GET_SIZE(users) ? users : NULL;
     return 0;
 }
 
@@ -1024,6 +1032,10 @@ static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const
     if (!(want[0] || want[1] || want[2])) return 0;
     long long c[3] = {0, 0, 0};
     PyObject *user = slot(job, F_USER);
+    if (l->exempt_users != NULL) {
+        int r = PySet_Contains(l->exempt_users, user);
+        if (r != 0) return r < 0 ? -1 : 0;
+    }
     if (add_use(user_use, user, want, c) < 0 || (extra != NULL && add_use(extra, user, want, c) < 0))
         return -1;
     if ((want[0] && c[0] + 1 > l->max_jobs) || (want[1] && *nodes > l->max_nodes))
@@ -1062,7 +1074,7 @@ static int count_start(PyObject *extra, PyObject *job, long long nodes, long lon
  * back now (sim/acct_policy.py, _limit_reason, is the reference); None when it holds none
  * of them back (the usual case: the lists are only built from the first job it holds).
  * limits: (max_jobs, max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node,
- * node_cpus), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
+ * node_cpus, exempt_users), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
  * node-counted one units * node_cpus CPUs. */
 /* (order, n, user_use, limits): the arguments of limit_filter() and bf_depth(). */
 static int parse_order_limits(PyObject *args, PyObject **order, Py_ssize_t *n, PyObject **user_use,

@@ -9,13 +9,17 @@ from sim.engine_state import EngineState
 from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES
 from sim.state import SimJob
 
+#: the limits as sim/_backfill.c takes them: (max_jobs, max_nodes, max_cpus, larger jobs
+#: exempt, CPU-counted, CPUs per node, node CPUs, exempt users); -1 for no limit
+LimitParams = tuple[int, int, int, bool, bool, int, int, frozenset[int]]
+
 
 class AcctPolicy(EngineState):
     """The QOS limit checks and per-user counts (a part of :class:`sim.engine.Simulator`)."""
 
     unit: str
     _node_cpus: int  # CPUs per node on a node-counted cluster, when the config says
-    _limit_params_made: tuple[int, int, int, bool, bool, int, int] | None = None
+    _limit_params_made: LimitParams | None = None
 
     def _use(self, user: int) -> list[int]:
         """The user's [running jobs, nodes, CPUs, pending + running jobs] (QOS limits)."""
@@ -35,7 +39,7 @@ class AcctPolicy(EngineState):
         """The QOS limit that keeps ``job`` from starting now (``extra``: what jobs started
         earlier in the same pass add per user), or None."""
         lim = self.limits
-        if lim is None:
+        if lim is None or lim.exempt(job.user):
             return None
         use = self.state.user_use.get(job.user)
         more = extra.get(job.user) if extra else None
@@ -80,7 +84,7 @@ class AcctPolicy(EngineState):
             return None
         return _backfill.limit_filter(order, stop, self.state.user_use, self._limit_params())
 
-    def _limit_params(self) -> tuple[int, int, int, bool, bool, int, int]:
+    def _limit_params(self) -> LimitParams:
         """The limits as ``_backfill.limit_filter`` takes them (-1: no limit), made once (the
         limits and the cluster's units are fixed when the simulator is made)."""
         if self._limit_params_made is not None:
@@ -100,6 +104,7 @@ class AcctPolicy(EngineState):
             cpu_counted,
             self._cpus_per_node if cpu_counted else 1,
             1 if cpu_counted else self._node_cpus,
+            lim.exempt_users,
         )
         self._limit_params_made = params
         return params

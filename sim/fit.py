@@ -327,7 +327,9 @@ def _search(
     where the log chose it (``fixed_priority``); ``tiers``: the partitions' priority tiers
     to try (:func:`sim.log_inference.tier_candidates`)."""
     prefetch = score.prefetch
-    limit_options = [("", False)] + [(lim.to_text(), True) for lim in lims]
+    limit_options = [("", False, ())] + [
+        (lim.to_text(), True, tuple(sorted(lim.exempt_users))) for lim in lims
+    ]
     pool_options = pool_candidates(trace)
     axes: list[tuple[str, list[object]]] = [
         ("pools", pool_options),
@@ -573,8 +575,10 @@ def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProf
     from dataclasses import replace
 
     if name == "limits":
-        text, exempt = cast(tuple[str, bool], opt)
-        return replace(p, limits=text, larger_jobs_exempt=exempt, steps=[])
+        text, exempt, users = cast(tuple[str, bool, tuple[int, ...]], opt)
+        return replace(
+            p, limits=text, larger_jobs_exempt=exempt, exempt_users=list(users), steps=[]
+        )
     if name == "pools":
         pools, nested, shared = cast(tuple[dict[str, int], dict[str, str], list[str]], opt)
         size = sum(v for k, v in pools.items() if k not in nested) or units

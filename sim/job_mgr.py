@@ -100,7 +100,7 @@ class JobManager(EngineState):
     def _make_life_ctx(self) -> tuple[Any, ...]:
         """The tuple sim/_lifecycle.c reads (its LC_* order)."""
         a, prio, part = self._arrays, self.prio, self._part_default
-        per = self._limit_params()[5:] if self._run_limits else (1, 1)
+        per = self._limit_params()[5:7] if self._run_limits else (1, 1)
         cols: tuple[list[Any], ...] | None = None
         if a.n:
             names = a.names if isinstance(a.names, list) else list(a.names)

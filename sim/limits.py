@@ -37,7 +37,8 @@ class QosLimits:
     ``max_jobs_per_user``: running jobs (``MaxJobsPerUser``); ``max_nodes_per_user`` /
     ``max_cpus_per_user``: nodes / CPUs held by running jobs (``MaxTRESPerUser=node=N`` /
     ``cpu=N``); ``max_submit_jobs_per_user``: pending plus running jobs at submission
-    (``MaxSubmitJobsPerUser``; a job over it is rejected)."""
+    (``MaxSubmitJobsPerUser``; a job over it is rejected); ``exempt_users``: users under
+    another QOS, whose jobs none of these limits holds or counts."""
 
     max_jobs_per_user: int | None = None
     max_nodes_per_user: int | None = None
@@ -47,6 +48,23 @@ class QosLimits:
     #: that cap (a log fitted by sim/fit.py shows such jobs ran); otherwise Slurm keeps
     #: it pending for ever
     larger_jobs_exempt: bool = False
+    #: users who run under another QOS without these limits (a log fitted by sim/fit.py
+    #: shows them running past the limits every other user kept)
+    exempt_users: frozenset[int] = frozenset()
+
+    def exempt(self, user: int) -> bool:
+        """Whether no limit applies to ``user``'s jobs."""
+        return user in self.exempt_users
+
+    def exempt_text(self, names: Sequence[str] = ()) -> str:
+        """The exempt users, by their ``names`` (a trace's ``user_names``, indexed by user
+        number) where given, for a note ("" when none)."""
+        if not self.exempt_users:
+            return ""
+        users = sorted(self.exempt_users)
+        shown = ", ".join(names[u] if u < len(names) else str(u) for u in users[:5])
+        shown += ", ..." if len(users) > 5 else ""
+        return f"user{'s' if len(users) > 1 else ''} {shown} exempt"
 
     @property
     def any(self) -> bool:

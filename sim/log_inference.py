@@ -8,8 +8,9 @@ recorded ``Priority`` column. The candidates :func:`sim.fit.fit` chooses among.
   each a pool of its recorded peak use, or some nested in others, tried against one pool
   and no partitions (:func:`pool_candidates`);
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
-  least ``WALL_USERS`` users reach the same maximum and almost none pass it), or a node cap
-  at one of the largest per-user maxima (a soft limit a few users passed);
+  least ``WALL_USERS`` users reach the same maximum and almost none pass it; those who do
+  are exempt), or a node cap at one of the largest per-user maxima (a soft limit a few
+  users passed);
 - where the log records each job's priority (a sacct ``Priority`` column), how each of
   ``PRIORITY_SETTINGS`` ranks it at submission (:func:`priority_fit`).
 """
@@ -239,12 +240,35 @@ def wall(maxima: dict[int, int]) -> int | None:
 
 def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
     """Per-user limits on running jobs and nodes shown by the recorded concurrency of the
-    jobs in ``mask`` (larger jobs are exempt from the node cap: they ran)."""
+    jobs in ``mask`` (larger jobs are exempt from the node cap: they ran; so are the few
+    users who ran past a wall: :func:`past_walls`)."""
     jobs, nodes = user_maxima(trace, mask)
     lj, ln = wall(jobs), wall(nodes)
     if lj is None and ln is None:
         return None
-    return QosLimits(max_jobs_per_user=lj, max_nodes_per_user=ln, larger_jobs_exempt=True)
+    return QosLimits(
+        max_jobs_per_user=lj,
+        max_nodes_per_user=ln,
+        larger_jobs_exempt=True,
+        exempt_users=past_walls(trace, mask, lj, ln),
+    )
+
+
+def past_walls(
+    trace: Trace, mask: np.ndarray, jobs: int | None, units: int | None
+) -> frozenset[int]:
+    """The users whose recorded schedule (the jobs in ``mask``) ran more than ``jobs`` jobs,
+    or more than ``units`` units in jobs of at most ``units`` each, at once. A wall lets a
+    few users pass it (:func:`wall`); the site ran them under another QOS, so a replay that
+    held them to it would hold them to a limit their own record breaks."""
+    m = mask & np.isfinite(trace.recorded_start)
+    out: set[int] = set()
+    if jobs is not None:
+        out |= {u for u, v in user_maxima(trace, m)[0].items() if v > jobs}
+    if units is not None:
+        small = m & (trace.units <= units)
+        out |= {u for u, v in user_maxima(trace, small)[1].items() if v > units}
+    return frozenset(out)
 
 
 def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimits]:
@@ -256,8 +280,11 @@ def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimit
     caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
     lj = walls.max_jobs_per_user if walls is not None else None
     out = [walls] if walls is not None else []
+    past = past_walls(trace, mask, lj, None)
     for cap in caps[:MAX_CAPS]:
-        lim = QosLimits(max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True)
+        lim = QosLimits(
+            max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True, exempt_users=past
+        )
         if lim not in out:
             out.append(lim)
     return out

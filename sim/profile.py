@@ -122,6 +122,9 @@ class SiteProfile:
     #: Slurm's ``PriorityTier`` of the log's partitions (a higher tier's jobs are scheduled
     #: first: an express queue); empty: one tier (:func:`sim.log_inference.tier_candidates`)
     tiers: dict[str, int] = field(default_factory=dict)
+    #: users the ``limits`` do not apply to: the few whose recorded schedule ran past a wall
+    #: every other user kept (:func:`sim.log_inference.past_walls`)
+    exempt_users: list[int] = field(default_factory=list)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -181,6 +184,7 @@ class SiteProfile:
             max_jobs_per_user=lim.max_jobs_per_user,
             max_nodes_per_user=lim.max_nodes_per_user,
             larger_jobs_exempt=self.larger_jobs_exempt,
+            exempt_users=frozenset(self.exempt_users),
         )
 
     def availability(
@@ -301,9 +305,13 @@ class SiteProfile:
                 + ")"
             )
         depth = "" if self.bf_max_job_test is None else f", bf_max_job_test={self.bf_max_job_test}"
+        limits = self.limits or "none"
+        if self.limits and self.exempt_users:
+            n = len(self.exempt_users)
+            limits += f" ({n} user{'s' if n > 1 else ''} exempt)"
         return (
             f"{self.units} {self.unit}{pools}, priority {prio}, batch_sched_delay="
-            f"{self.batch_sched_delay:g}{depth}, limits {self.limits or 'none'}, "
+            f"{self.batch_sched_delay:g}{depth}, limits {limits}, "
             f"availability {win}"
         )
 
@@ -348,6 +356,9 @@ class SiteProfile:
             raise ValueError(
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
+        exempt = d.get("exempt_users", [])
+        if not isinstance(exempt, list) or not all(type(u) is int and u >= 0 for u in exempt):
+            raise ValueError("exempt_users: a list of user numbers expected")
         depth = d.get("bf_max_job_test")
         if depth is not None and (type(depth) is not int or depth < 1):
             raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")

@@ -202,6 +202,12 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
                 "note",
                 f"per-user limits from the recorded concurrency: "
                 f"{limits.to_text()}"
+                + (
+                    f" ({limits.exempt_text(trace.user_names)}: "
+                    "their recorded schedule ran past them)"
+                    if limits.exempt_users
+                    else ""
+                )
                 + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),
             )
     avail: Availability | dict[str, Availability] | None

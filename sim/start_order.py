@@ -137,6 +137,8 @@ def _held(
         if limits.larger_jobs_exempt:
             over &= trace.units[cand] <= cap
         held |= over
+    if limits.exempt_users:
+        held &= ~np.isin(cu, list(limits.exempt_users))
     return held
 
 

@@ -378,14 +378,15 @@ LIMITED_CASES = (
     st.sampled_from([None, 1, 3]),
     st.sampled_from([None, 4, 16]),
     st.sampled_from([None, 8, 64]),
-    st.booleans(),
+    st.tuples(st.booleans(), st.frozensets(st.integers(0, 4), max_size=2)),
     st.sampled_from([("nodes", ""), ("cpus", "NodeName=n[1-10] CPUs=4\n")]),
     st.integers(0, 35),
 )
 
 
 def limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world):  # type: ignore[no-untyped-def]
-    """A simulator under these QOS limits, its users already running ``use`` (jobs, nodes),
+    """A simulator under these QOS limits (``exempt``: whether larger jobs are exempt from
+    the node cap, and the exempt users), its users already running ``use`` (jobs, nodes),
     and a queue of ``rows`` (units, user)."""
     from sim.config import SlurmConfig
     from sim.engine import Simulator
@@ -397,7 +398,8 @@ def limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world):  # t
         max_jobs_per_user=max_jobs,
         max_nodes_per_user=max_nodes,
         max_cpus_per_user=max_cpus,
-        larger_jobs_exempt=exempt,
+        larger_jobs_exempt=exempt[0],
+        exempt_users=exempt[1],
     )
     trace = make_trace([(0, 60, 60, 1)], total=40, unit=unit)
     sim = Simulator(trace, SlurmConfig.from_text(conf), limits=limits)

@@ -57,6 +57,7 @@ def pooled_worlds(draw):  # type: ignore[no-untyped-def]
             max_jobs_per_user=draw(st.sampled_from([None, 1, 2])),
             max_nodes_per_user=draw(st.sampled_from([None, 1, 3])),
             larger_jobs_exempt=draw(st.booleans()),
+            exempt_users=draw(st.frozensets(st.integers(0, 3), max_size=1)),
         )
     return trace, SlurmConfig.from_text(conf), limits
 

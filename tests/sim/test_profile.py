@@ -62,6 +62,47 @@ def test_limits_are_recovered_from_a_log_recorded_under_them():
     assert (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
 
 
+def test_a_user_who_ran_past_the_wall_is_exempt_from_it():
+    """One user ran under another QOS: the wall the others kept is inferred, that user is
+    exempt from it, and the log replays as recorded (held to the wall, that user waits)."""
+    from sim.log_inference import user_maxima
+
+    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, exempt_users=frozenset({7}))
+    trace = recorded_log(limits, total=64)
+    everyone = np.ones(len(trace), bool)
+    assert user_maxima(trace, everyone)[0][7] > 3  # the exempt user ran past the wall
+    lim = infer_limits(trace, everyone)
+    assert lim is not None and lim.exempt_users == {7}
+    assert (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
+
+    def waits(lim: QosLimits) -> np.ndarray:
+        sim = Simulator(trace, SlurmConfig(), limits=lim)
+        sim.run()
+        start = {r.trace_index: r.start for r in sim.records}
+        return np.array([start[i] for i in range(len(trace))]) - trace.submit
+
+    recorded = trace.recorded_start - trace.submit
+    assert np.array_equal(waits(lim), recorded)
+    held = waits(QosLimits(max_jobs_per_user=3, max_nodes_per_user=8))
+    seven = trace.user == 7
+    assert held[seven].mean() > 1.5 * recorded[seven].mean()
+
+
+def test_exempt_users_are_stored_in_the_profile_and_checked():
+    good = json.loads(load_shipped().to_json())
+    assert good["exempt_users"] == []  # a profile stored before them loads without
+    del good["exempt_users"]
+    assert SiteProfile.from_json(json.dumps(good)).qos() == load_shipped().qos()
+    prof = SiteProfile.from_json(json.dumps({**good, "exempt_users": [4, 9]}))
+    qos = prof.qos()
+    assert qos is not None and qos.exempt_users == {4, 9}
+    assert "(2 users exempt)" in prof.describe()
+    assert SiteProfile.from_json(prof.to_json()).exempt_users == [4, 9]
+    for bad in ("4", [-1], [1.5], {"4": 1}):
+        with pytest.raises(ValueError, match="exempt_users"):
+            SiteProfile.from_json(json.dumps({**good, "exempt_users": bad}))
+
+
 def test_no_limit_is_inferred_from_a_log_recorded_without():
     trace = recorded_log(None, total=64)
     lim = infer_limits(trace, np.ones(len(trace), bool))
@@ -317,6 +358,20 @@ def test_a_replay_with_no_flags_takes_the_limits_the_log_shows(tmp_path, capsys)
     assert max(running) == 3
     assert replay_main([str(log), "--no-progress", "--qos-limits", "MaxJobsPerUser=5"]) == 0
     assert "from the recorded concurrency" not in capsys.readouterr().err
+
+
+def test_a_replay_with_no_flags_names_the_users_exempt_from_the_limits(tmp_path, capsys):
+    from sim.replay_cli import main as replay_main
+    from sim.traces import write_swf
+
+    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, exempt_users=frozenset({7}))
+    trace = recorded_log(limits, total=64)
+    write_swf(trace, tmp_path / "rec.swf")
+    assert replay_main([str(tmp_path / "rec.swf"), "--no-progress"]) == 0
+    name = read_trace(tmp_path / "rec.swf").user_names[7]
+    err = capsys.readouterr().err
+    # (the log's whole seconds let a user's jobs overlap by one: MaxJobsPerUser=4)
+    assert f"(user {name} exempt: their recorded schedule ran past them)" in err
 
 
 def test_a_parallel_fit_chooses_as_the_serial_one():

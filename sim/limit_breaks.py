@@ -9,7 +9,6 @@ obeying it and the tightest limit the record obeys from then on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -29,10 +28,8 @@ def limit_steps(
     A limit (running jobs per user; units per user, over the jobs it does not exempt) is
     broken at the first moment ``users`` distinct users have run above it; from then on it
     is the largest per-user use the record shows (with a raised unit cap, the jobs it
-    exempts are those above the new cap). A user who runs above it before then is exempt
-    from the limits from that moment on (another QOS: their own record is never held to a
-    limit it breaks). Empty where the record obeys the limits, or has no recorded
-    starts."""
+    exempts are those above the new cap). Empty where the record obeys the limits, or has
+    no recorded starts."""
     if limits is None or not limits.run_limited:
         return []
     known = np.isfinite(trace.recorded_start)
@@ -45,13 +42,10 @@ def limit_steps(
     units = trace.units[known].astype(np.int64)
     who = trace.user[known]
     changes: dict[float, dict[str, int]] = {}
-    exempt: dict[float, set[int]] = {}
     jobs_cap = limits.max_jobs_per_user
     if jobs_cap is not None:
         ones = np.ones(units.size, np.int64)
-        sweep = running_totals(start, end, ones, who)
-        found = _break(sweep, jobs_cap, users)
-        _exempt_before(sweep, jobs_cap, found[0] if found else math.inf, exempt)
+        found = _break(running_totals(start, end, ones, who), jobs_cap, users)
         if found is not None:
             changes.setdefault(found[0], {})["max_jobs_per_user"] = found[1]
     cap = limits.max_nodes_per_user
@@ -59,7 +53,6 @@ def limit_steps(
         counted = units <= cap if limits.larger_jobs_exempt else np.ones(units.size, bool)
         sweep = running_totals(start[counted], end[counted], units[counted], who[counted])
         found = _break(sweep, cap, users)
-        _exempt_before(sweep, cap, found[0] if found else math.inf, exempt)
         if found is not None:
             t, new = found
             while limits.larger_jobs_exempt:  # raise the cap until it holds its own jobs
@@ -72,11 +65,8 @@ def limit_steps(
             changes.setdefault(t, {})["max_nodes_per_user"] = new
     out: list[tuple[float, QosLimits]] = []
     now = limits
-    for t in sorted(changes.keys() | exempt.keys()):
-        added = exempt.get(t, set()) - now.exempt_users  # a user past both limits: once
-        if t not in changes and not added:
-            continue
-        now = replace(_with(now, changes.get(t, {})), exempt_users=now.exempt_users | added)
+    for t in sorted(changes):
+        now = _with(now, changes[t])
         out.append((t, now))
     return out
 
@@ -120,17 +110,6 @@ def _break(sweep: Sweep, cap: int, users: int) -> tuple[float, int] | None:
         return None
     at = float(firsts[users - 1])
     return at, _max_use_from(sweep, at)
-
-
-def _exempt_before(sweep: Sweep, cap: int, until: float, out: dict[float, set[int]]) -> None:
-    """Add to ``out`` (time -> users) each user's first moment above ``cap``, where that
-    is before ``until``."""
-    u, t, total = sweep
-    over = total > cap
-    users, first = np.unique(u[over], return_index=True)
-    for user, when in zip(users, t[over][first], strict=True):
-        if when < until:
-            out.setdefault(float(when), set()).add(int(user))
 
 
 def _max_use_from(sweep: Sweep, at: float) -> int:

@@ -136,20 +136,13 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
         say(console, "note", note)
         qos = prof.qos()
         steps = limit_steps(trace, qos)
-        before = qos
         for t, lim in steps:
-            held = before.exempt_users if before else frozenset()
-            new = replace(lim, exempt_users=lim.exempt_users - held)
-            what = lim.to_text() if before is None or lim.to_text() != before.to_text() else ""
-            if new.exempt_users:
-                what += ("; " if what else "") + new.exempt_text(trace.user_names)
             say(
                 console,
                 "note",
                 f"from t={t / 86400:.2f} days the recorded schedule breaks "
-                f"the limits ({qos.to_text() if qos else ''}): {what} from then on",
+                f"the limits ({qos.to_text() if qos else ''}): {lim.to_text()} from then on",
             )
-            before = lim
         return prof.units, prof.config(), qos, prof.availability(trace), steps, False
     if size_from:
         say(console, "note", f"cluster size from {size_from}")

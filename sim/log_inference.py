@@ -215,13 +215,21 @@ def partition_pools(trace: Trace) -> dict[str, int]:
 
 def user_maxima(trace: Trace, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
     """Per user, the most jobs and the most units the recorded schedule ran at once."""
-    m = mask & np.isfinite(trace.recorded_start)
-    start = trace.recorded_start[m]
-    end = start + np.maximum(trace.runtime[m], 0)
-    units = trace.units[m].astype(np.int64)
-    users = trace.user[m]
+    start, end, units, users = _recorded(trace, mask)
     jobs = per_user_max(start, end, np.ones(units.size, np.int64), users)
     return jobs, per_user_max(start, end, units, users)
+
+
+def _recorded(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The recorded start, end, units and user of the jobs in ``mask`` that started."""
+    m = mask & np.isfinite(trace.recorded_start)
+    start = trace.recorded_start[m]
+    return (
+        start,
+        start + np.maximum(trace.runtime[m], 0),
+        trace.units[m].astype(np.int64),
+        trace.user[m],
+    )
 
 
 def wall(maxima: dict[int, int]) -> int | None:
@@ -250,24 +258,29 @@ def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
         max_jobs_per_user=lj,
         max_nodes_per_user=ln,
         larger_jobs_exempt=True,
-        exempt_users=past_walls(trace, mask, lj, ln),
+        exempt_users=past_walls(trace, mask, lj, ln, jobs),
     )
 
 
 def past_walls(
-    trace: Trace, mask: np.ndarray, jobs: int | None, units: int | None
+    trace: Trace,
+    mask: np.ndarray,
+    jobs: int | None,
+    units: int | None,
+    job_maxima: dict[int, int] | None = None,
 ) -> frozenset[int]:
     """The users whose recorded schedule (the jobs in ``mask``) ran more than ``jobs`` jobs,
-    or more than ``units`` units in jobs of at most ``units`` each, at once. A wall lets a
-    few users pass it (:func:`wall`); the site ran them under another QOS, so a replay that
+    or more than ``units`` units in jobs of at most ``units`` each, at once (``job_maxima``:
+    :func:`user_maxima`'s jobs over ``mask``, where the caller has them). A wall lets a few
+    users pass it (:func:`wall`); the site ran them under another QOS, so a replay that
     held them to it would hold them to a limit their own record breaks."""
-    m = mask & np.isfinite(trace.recorded_start)
     out: set[int] = set()
     if jobs is not None:
-        out |= {u for u, v in user_maxima(trace, m)[0].items() if v > jobs}
+        most = job_maxima if job_maxima is not None else user_maxima(trace, mask)[0]
+        out |= {u for u, v in most.items() if v > jobs}
     if units is not None:
-        small = m & (trace.units <= units)
-        out |= {u for u, v in user_maxima(trace, small)[1].items() if v > units}
+        start, end, size, users = _recorded(trace, mask & (trace.units <= units))
+        out |= {u for u, v in per_user_max(start, end, size, users).items() if v > units}
     return frozenset(out)
 
 
@@ -276,11 +289,11 @@ def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimit
     the largest per-user maxima of at least a quarter of the cluster (a soft limit, passed
     by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any."""
     walls = infer_limits(trace, mask)
-    _, nodes = user_maxima(trace, mask)
+    most, nodes = user_maxima(trace, mask)
     caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
     lj = walls.max_jobs_per_user if walls is not None else None
     out = [walls] if walls is not None else []
-    past = past_walls(trace, mask, lj, None)
+    past = past_walls(trace, mask, lj, None, most)
     for cap in caps[:MAX_CAPS]:
         lim = QosLimits(
             max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True, exempt_users=past

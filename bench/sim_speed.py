@@ -127,7 +127,7 @@ def store_profile(recorded: Path, work: Path, load: float, conf: Path) -> str:
         clamp=fitted.clamp,
         limits=fitted.limits,
         larger_jobs_exempt=fitted.larger_jobs_exempt,
-        exempt_users=fitted.exempt_users,
+        user_limits=fitted.user_limits,
     )
     store(profile, recorded)
     return profile.describe()

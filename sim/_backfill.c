@@ -971,26 +971,37 @@ static int use_count(PyObject *use, int k, long long *out) {
 typedef struct {
     long long max_jobs, max_nodes, max_cpus, per_node, node_cpus;
     int exempt, cpu_counted;
-    PyObject *exempt_users; /* a frozenset of users no limit applies to (borrowed); NULL: none */
+    /* a dict user -> (max_jobs, max_nodes, max_cpus), the limits of users who have their own
+     * (borrowed); NULL: none */
+    PyObject *user_limits;
 } Limits;
 
 static int parse_limits(PyObject *t, Limits *l) {
     PyObject *users;
-    if (!PyArg_ParseTuple(t, "LLLppLLO;limits: expected (max_jobs, max_nodes, max_cpus, "
+    if (!PyArg_ParseTuple(t, "LLLppLLO!;limits: expected (max_jobs, max_nodes, max_cpus, "
                              "larger_jobs_exempt, cpu_counted, cpus_per_node, node_cpus, "
-                             "exempt_users)",
+                             "user_limits: dict)",
                           &l->max_jobs, &l->max_nodes, &l->max_cpus, &l->exempt, &l->cpu_counted,
-                          &l->per_node, &l->node_cpus, &users))
+                          &l->per_node, &l->node_cpus, &PyDict_Type, &users))
         return -1;
     if (l->per_node < 1 || l->node_cpus < 1) {
         PyErr_SetString(PyExc_ValueError, "limits: cpus_per_node and node_cpus must be >= 1");
         return -1;
     }
-    if (!PyAnySet_Check(users)) {
-        PyErr_SetString(PyExc_TypeError, "limits: exempt_users must be a set or frozenset");
+    l->user_limits = PyDict_GET_SIZE(users) ? users : NULL;
+    return 0;
+}
+
+/* The limits `user` is held to (caps[0..2]: jobs, nodes, CPUs; -1: none): their own where
+ * `l` lists them, else the QOS's. 0, or -1 with an exception. */
+static int user_caps(const Limits *l, PyObject *user, long long *caps) {
+    caps[0] = l->max_jobs, caps[1] = l->max_nodes, caps[2] = l->max_cpus;
+    if (l->user_limits == NULL) return 0;
+    PyObject *own = PyDict_GetItemWithError(l->user_limits, user);
+    if (own == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyArg_ParseTuple(own, "LLL;user_limits: expected (max_jobs, max_nodes, max_cpus)", &caps[0],
+                          &caps[1], &caps[2]))
         return -1;
-    }
-    l->exempt_users = PySet_GET_SIZE(users) ? users : NULL;
     return 0;
 }
 
@@ -1026,23 +1037,20 @@ static int limit_holds(PyObject *job, PyObject *user_use, PyObject *extra, const
     if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units) < 0) return -1;
     *nodes = l->cpu_counted ? (units + l->per_node - 1) / l->per_node : units;
     *cpus = l->cpu_counted ? units : units * l->node_cpus;
-    /* the limits that apply to this job: jobs, nodes (unless exempt), CPUs */
-    int want[3] = {l->max_jobs >= 0, l->max_nodes >= 0 && !(l->exempt && *nodes > l->max_nodes),
-                   l->max_cpus >= 0};
+    long long cap[3];
+    PyObject *user = slot(job, F_USER);
+    if (user_caps(l, user, cap) < 0) return -1;
+    /* the limits that apply to this job: jobs, nodes (unless larger than the QOS's cap and
+     * exempt), CPUs */
+    int want[3] = {cap[0] >= 0, cap[1] >= 0 && !(l->exempt && l->max_nodes >= 0 && *nodes > l->max_nodes),
+                   cap[2] >= 0};
     if (!(want[0] || want[1] || want[2])) return 0;
     long long c[3] = {0, 0, 0};
-    PyObject *user = slot(job, F_USER);
-    if (l->exempt_users != NULL) {
-        int r = PySet_Contains(l->exempt_users, user);
-        if (r != 0) return r < 0 ? -1 : 0;
-    }
     if (add_use(user_use, user, want, c) < 0 || (extra != NULL && add_use(extra, user, want, c) < 0))
         return -1;
-    if ((want[0] && c[0] + 1 > l->max_jobs) || (want[1] && *nodes > l->max_nodes))
-        return HOLD_PASSED;
-    return (want[1] && c[1] + *nodes > l->max_nodes) || (want[2] && c[2] + *cpus > l->max_cpus)
-               ? HOLD_TESTED
-               : 0;
+    if ((want[0] && c[0] + 1 > cap[0]) || (want[1] && *nodes > cap[1])) return HOLD_PASSED;
+    return (want[1] && c[1] + *nodes > cap[1]) || (want[2] && c[2] + *cpus > cap[2]) ? HOLD_TESTED
+                                                                                      : 0;
 }
 
 /* Add a started job to its user's counts in `extra` (a dict user -> [jobs, nodes, CPUs, 0],
@@ -1074,7 +1082,7 @@ static int count_start(PyObject *extra, PyObject *job, long long nodes, long lon
  * back now (sim/acct_policy.py, _limit_reason, is the reference); None when it holds none
  * of them back (the usual case: the lists are only built from the first job it holds).
  * limits: (max_jobs, max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node,
- * node_cpus, exempt_users), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
+ * node_cpus, user_limits), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
  * node-counted one units * node_cpus CPUs. */
 /* (order, n, user_use, limits): the arguments of limit_filter() and bf_depth(). */
 static int parse_order_limits(PyObject *args, PyObject **order, Py_ssize_t *n, PyObject **user_use,

@@ -54,7 +54,7 @@ def limit_filter(
     order: list[Any],
     stop: int,
     user_use: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, frozenset[int]],
+    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
     /,
 ) -> tuple[list[int], list[Any]] | None: ...
 def limited_picks(
@@ -63,7 +63,7 @@ def limited_picks(
     free: int,
     user_use: dict[int, list[int]],
     extra: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, frozenset[int]],
+    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
     /,
 ) -> list[int]: ...
 def plan_limited(
@@ -71,14 +71,14 @@ def plan_limited(
     n_test: int,
     params: MapParams,
     user_use: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, frozenset[int]],
+    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
     /,
 ) -> list[int]: ...
 def bf_depth(
     order: list[Any],
     n_test: int,
     user_use: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, frozenset[int]],
+    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
     /,
 ) -> int: ...
 def walk_pools(
@@ -90,7 +90,7 @@ def walk_pools(
     running: dict[int, Any],
     params: tuple[float, float, float, float, float, float, float, int],
     user_use: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, frozenset[int]] | None,
+    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]] | None,
     /,
 ) -> list[tuple[int, list[tuple[int, int]]]] | float | None: ...
 def queue_arrays(

@@ -10,8 +10,18 @@ from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES
 from sim.state import SimJob
 
 #: the limits as sim/_backfill.c takes them: (max_jobs, max_nodes, max_cpus, larger jobs
-#: exempt, CPU-counted, CPUs per node, node CPUs, exempt users); -1 for no limit
-LimitParams = tuple[int, int, int, bool, bool, int, int, frozenset[int]]
+#: exempt, CPU-counted, CPUs per node, node CPUs, users' own limits: user -> (max_jobs,
+#: max_nodes, max_cpus) where higher than the QOS's); -1 for no limit
+LimitParams = tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]]
+
+
+def _capped(caps: tuple[int | None, int | None, int | None]) -> tuple[int, int, int]:
+    """Limits as sim/_backfill.c takes them: -1 for no limit."""
+    return (
+        -1 if caps[0] is None else caps[0],
+        -1 if caps[1] is None else caps[1],
+        -1 if caps[2] is None else caps[2],
+    )
 
 
 class AcctPolicy(EngineState):
@@ -39,23 +49,25 @@ class AcctPolicy(EngineState):
         """The QOS limit that keeps ``job`` from starting now (``extra``: what jobs started
         earlier in the same pass add per user), or None."""
         lim = self.limits
-        if lim is None or lim.exempt(job.user):
+        if lim is None:
             return None
+        max_jobs, max_nodes, max_cpus = lim.caps(job.user)
         use = self.state.user_use.get(job.user)
         more = extra.get(job.user) if extra else None
         jobs = (use[0] if use else 0) + (more[0] if more else 0)
-        if lim.max_jobs_per_user is not None and jobs + 1 > lim.max_jobs_per_user:
+        if max_jobs is not None and jobs + 1 > max_jobs:
             return REASON_JOBS
         nodes, cpus = self._tres(job)
-        if lim.max_nodes_per_user is not None and not (
-            lim.larger_jobs_exempt and nodes > lim.max_nodes_per_user
+        qos_nodes = lim.max_nodes_per_user
+        if max_nodes is not None and not (
+            lim.larger_jobs_exempt and qos_nodes is not None and nodes > qos_nodes
         ):
             held = (use[1] if use else 0) + (more[1] if more else 0)
-            if held + nodes > lim.max_nodes_per_user:
+            if held + nodes > max_nodes:
                 return REASON_NODES
-        if lim.max_cpus_per_user is not None:
+        if max_cpus is not None:
             held = (use[2] if use else 0) + (more[2] if more else 0)
-            if held + cpus > lim.max_cpus_per_user:
+            if held + cpus > max_cpus:
                 return REASON_CPUS
         return None
 
@@ -69,12 +81,10 @@ class AcctPolicy(EngineState):
         if reason == REASON_JOBS:
             return True
         lim = self.limits
-        return (
-            reason == REASON_NODES
-            and lim is not None
-            and lim.max_nodes_per_user is not None
-            and self._tres(job)[0] > lim.max_nodes_per_user
-        )
+        if reason != REASON_NODES or lim is None:
+            return False
+        cap = lim.caps(job.user)[1]
+        return cap is not None and self._tres(job)[0] > cap
 
     def _unheld(self, order: list[SimJob], stop: int) -> tuple[list[int], list[SimJob]] | None:
         """The indices, and the jobs, among the first ``stop`` of ``order`` that no limit
@@ -104,7 +114,7 @@ class AcctPolicy(EngineState):
             cpu_counted,
             self._cpus_per_node if cpu_counted else 1,
             1 if cpu_counted else self._node_cpus,
-            lim.exempt_users,
+            {u: _capped(lim.caps(u)) for u, *_ in lim.user_limits},
         )
         self._limit_params_made = params
         return params

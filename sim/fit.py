@@ -27,6 +27,7 @@ import numpy as np
 
 from sim.engine import RunawayReplay
 from sim.fidelity import Fidelity, fidelity
+from sim.limits import UserLimit
 from sim.log_inference import (
     cluster_size,
     infer_limits,
@@ -327,9 +328,7 @@ def _search(
     where the log chose it (``fixed_priority``); ``tiers``: the partitions' priority tiers
     to try (:func:`sim.log_inference.tier_candidates`)."""
     prefetch = score.prefetch
-    limit_options = [("", False, ())] + [
-        (lim.to_text(), True, tuple(sorted(lim.exempt_users))) for lim in lims
-    ]
+    limit_options = [("", False, ())] + [(lim.to_text(), True, lim.user_limits) for lim in lims]
     pool_options = pool_candidates(trace)
     axes: list[tuple[str, list[object]]] = [
         ("pools", pool_options),
@@ -575,9 +574,13 @@ def _with_option(p: SiteProfile, name: str, opt: object, units: int) -> SiteProf
     from dataclasses import replace
 
     if name == "limits":
-        text, exempt, users = cast(tuple[str, bool, tuple[int, ...]], opt)
+        text, exempt, users = cast(tuple[str, bool, tuple[UserLimit, ...]], opt)
         return replace(
-            p, limits=text, larger_jobs_exempt=exempt, exempt_users=list(users), steps=[]
+            p,
+            limits=text,
+            larger_jobs_exempt=exempt,
+            user_limits=[list(u) for u in users],
+            steps=[],
         )
     if name == "pools":
         pools, nested, shared = cast(tuple[dict[str, int], dict[str, str], list[str]], opt)

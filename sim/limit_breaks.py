@@ -9,6 +9,7 @@ obeying it and the tightest limit the record obeys from then on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -26,15 +27,15 @@ def limit_steps(
     """(time, limits from then on) where ``trace``'s recorded schedule breaks ``limits``.
 
     A limit (running jobs per user; units per user, over the jobs it does not exempt) is
-    broken at the first moment ``users`` distinct users have run above it; from then on it
-    is the largest per-user use the record shows (with a raised unit cap, the jobs it
-    exempts are those above the new cap). Empty where the record obeys the limits, or has
-    no recorded starts."""
+    broken at the first moment ``users`` distinct users held to it have run above it; from
+    then on it is the largest use any of them shows (with a raised unit cap, the jobs it
+    exempts are those above the new cap). Any other user who runs above the limit they are
+    held to (the QOS's, or their own) gets a limit of their own from that moment: the most
+    they run from then on (another QOS: no user's own record is held to a limit it breaks).
+    Empty where the record obeys the limits, or has no recorded starts."""
     if limits is None or not limits.run_limited:
         return []
     known = np.isfinite(trace.recorded_start)
-    if limits.exempt_users:  # their jobs neither count nor break the limits
-        known &= ~np.isin(trace.user, list(limits.exempt_users))
     if not known.any():
         return []
     start = trace.recorded_start[known]
@@ -42,37 +43,101 @@ def limit_steps(
     units = trace.units[known].astype(np.int64)
     who = trace.user[known]
     changes: dict[float, dict[str, int]] = {}
+    raises: dict[float, dict[int, dict[int, int]]] = {}  # time -> user -> limit k -> cap
     jobs_cap = limits.max_jobs_per_user
     if jobs_cap is not None:
-        ones = np.ones(units.size, np.int64)
-        found = _break(running_totals(start, end, ones, who), jobs_cap, users)
+        sweep = running_totals(start, end, np.ones(units.size, np.int64), who)
+        own = _own(limits, 0)
+        found = _break(sweep, jobs_cap, users, own)
         if found is not None:
             changes.setdefault(found[0], {})["max_jobs_per_user"] = found[1]
+        _raise_users(sweep, jobs_cap, own, found, 0, raises)
     cap = limits.max_nodes_per_user
     if cap is not None:
+        own = _own(limits, 1)
         counted = units <= cap if limits.larger_jobs_exempt else np.ones(units.size, bool)
         sweep = running_totals(start[counted], end[counted], units[counted], who[counted])
-        found = _break(sweep, cap, users)
-        if found is not None:
+        found = _break(sweep, cap, users, own)
+        if found is None:
+            _raise_users(sweep, cap, own, None, 1, raises)
+        else:
             t, new = found
             while limits.larger_jobs_exempt:  # raise the cap until it holds its own jobs
                 wider = units <= new
-                sweep = running_totals(start[wider], end[wider], units[wider], who[wider])
-                after = _max_use_from(sweep, t)
+                later = running_totals(start[wider], end[wider], units[wider], who[wider])
+                after = _max_use_from(_without(later, own), t)
                 if after <= new:
                     break
                 new = after
             changes.setdefault(t, {})["max_nodes_per_user"] = new
+            _raise_users(sweep, cap, own, (t, math.inf), 1, raises)  # before the step
+            if limits.larger_jobs_exempt and new != cap:
+                wider = units <= new
+                sweep = running_totals(start[wider], end[wider], units[wider], who[wider])
+            raised = {u: c[1] for at in raises.values() for u, c in at.items() if 1 in c}
+            _raise_users(sweep, new, {**own, **raised}, (t, new), 1, raises, since=t)
     out: list[tuple[float, QosLimits]] = []
     now = limits
-    for t in sorted(changes):
-        now = _with(now, changes[t])
+    for t in sorted(changes.keys() | raises.keys()):
+        now = _with(now, changes.get(t, {}))
+        if t in raises:
+            qos = (now.max_jobs_per_user, now.max_nodes_per_user, now.max_cpus_per_user)
+            now = now.with_user_limits(
+                {u: tuple(c.get(k, qos[k]) for k in range(3)) for u, c in raises[t].items()}  # type: ignore[misc]
+            )
         out.append((t, now))
     return out
 
 
 def _with(limits: QosLimits, values: dict[str, int]) -> QosLimits:
     return replace(limits, **values)  # type: ignore[arg-type]  # the int fields only
+
+
+def _own(limits: QosLimits, k: int) -> dict[int, float]:
+    """The users with a limit ``k`` (jobs, nodes) of their own above the QOS's, and that
+    limit (no limit: infinite)."""
+    qos = (limits.max_jobs_per_user, limits.max_nodes_per_user)[k]
+    out = {}
+    for entry in limits.user_limits:
+        c = limits.caps(entry[0])[k]
+        if c != qos:
+            out[entry[0]] = math.inf if c is None else float(c)
+    return out
+
+
+def _without(sweep: Sweep, own: dict[int, float]) -> Sweep:
+    """``sweep`` without the users in ``own``."""
+    if not own:
+        return sweep
+    keep = ~np.isin(sweep[0], list(own))
+    return sweep[0][keep], sweep[1][keep], sweep[2][keep]
+
+
+def _raise_users(
+    sweep: Sweep,
+    cap: int,
+    own: dict[int, float],
+    step: tuple[float, float] | None,
+    k: int,
+    out: dict[float, dict[int, dict[int, int]]],
+    since: float = -math.inf,
+) -> None:
+    """Add to ``out`` (time -> user -> limit ``k`` -> cap) each user's first moment at or
+    after ``since`` above the limit they are held to (``cap``, their ``own``, the higher of
+    their own and ``step``'s (time, cap) from its time on), with the most they run from
+    then on."""
+    u, t, total = sweep
+    mine = (
+        np.array([own.get(int(x), cap) for x in u], float) if own else np.full(u.size, cap, float)
+    )
+    if step is not None:
+        later = t >= step[0]
+        mine[later] = np.maximum(mine[later], step[1])
+    over = (total > mine) & (t >= since)
+    users, first = np.unique(u[over], return_index=True)
+    for user, i in zip(users, np.flatnonzero(over)[first], strict=True):
+        last = int(np.searchsorted(u, user, side="right"))
+        out.setdefault(float(t[i]), {}).setdefault(int(user), {})[k] = int(total[i:last].max())
 
 
 def running_totals(
@@ -99,9 +164,10 @@ def running_totals(
 Sweep = tuple[np.ndarray, np.ndarray, np.ndarray]  # running_totals' (user, time, total)
 
 
-def _break(sweep: Sweep, cap: int, users: int) -> tuple[float, int] | None:
-    """(when ``users`` distinct users have run above ``cap``, the most any user runs from
-    then on), or None when fewer ever do."""
+def _break(sweep: Sweep, cap: int, users: int, own: dict[int, float]) -> tuple[float, int] | None:
+    """(when ``users`` distinct users held to ``cap`` (not in ``own``) have run above it, the
+    most any of them runs from then on), or None when fewer ever do."""
+    sweep = _without(sweep, own)
     u, t, total = sweep
     over = total > cap
     _, first = np.unique(u[over], return_index=True)  # each user's first time over

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hpcbase.config import ConfigError, read_config
+
+#: a user's own limits: (user, running jobs, nodes, CPUs), ``None`` for no limit
+UserLimit = tuple[int, int | None, int | None, int | None]
 
 #: Slurm's pending reasons for the limits (``squeue -o %r``).
 REASON_JOBS = "QOSMaxJobsPerUserLimit"
@@ -37,8 +40,8 @@ class QosLimits:
     ``max_jobs_per_user``: running jobs (``MaxJobsPerUser``); ``max_nodes_per_user`` /
     ``max_cpus_per_user``: nodes / CPUs held by running jobs (``MaxTRESPerUser=node=N`` /
     ``cpu=N``); ``max_submit_jobs_per_user``: pending plus running jobs at submission
-    (``MaxSubmitJobsPerUser``; a job over it is rejected); ``exempt_users``: users under
-    another QOS, whose jobs none of these limits holds or counts."""
+    (``MaxSubmitJobsPerUser``; a job over it is rejected); ``user_limits``: users under
+    another QOS with higher limits of their own."""
 
     max_jobs_per_user: int | None = None
     max_nodes_per_user: int | None = None
@@ -48,23 +51,85 @@ class QosLimits:
     #: that cap (a log fitted by sim/fit.py shows such jobs ran); otherwise Slurm keeps
     #: it pending for ever
     larger_jobs_exempt: bool = False
-    #: users who run under another QOS without these limits (a log fitted by sim/fit.py
-    #: shows them running past the limits every other user kept)
-    exempt_users: frozenset[int] = frozenset()
+    #: users whose running jobs, nodes and CPUs are held to limits of their own, where
+    #: higher than these: (user, jobs, nodes, CPUs) by user, ``None`` for no limit (a log
+    #: fitted by sim/fit.py shows them running past the limits every other user kept, so
+    #: their own limits are their recorded maxima). The submit limit is the QOS's.
+    user_limits: tuple[UserLimit, ...] = ()
 
-    def exempt(self, user: int) -> bool:
-        """Whether no limit applies to ``user``'s jobs."""
-        return user in self.exempt_users
+    def __post_init__(self) -> None:
+        users = [u[0] for u in self.user_limits]
+        if users != sorted(set(users)) or any(
+            len(u) != 4 or u[0] < 0 or any(v is not None and v < 0 for v in u[1:])
+            for u in self.user_limits
+        ):
+            raise ValueError(
+                "user_limits: (user, jobs, nodes, CPUs) entries by distinct user expected, "
+                "each limit >= 0 or None"
+            )
 
-    def exempt_text(self, names: Sequence[str] = ()) -> str:
-        """The exempt users, by their ``names`` (a trace's ``user_names``, indexed by user
-        number) where given, for a note ("" when none)."""
-        if not self.exempt_users:
+    def caps(self, user: int) -> tuple[int | None, int | None, int | None]:
+        """The running jobs, nodes and CPUs ``user`` is held to (``None``: no limit): the
+        QOS's, or the user's own where higher."""
+        qos = (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user)
+        for entry in self.user_limits:
+            if entry[0] == user:
+                return (
+                    _higher(qos[0], entry[1]),
+                    _higher(qos[1], entry[2]),
+                    _higher(qos[2], entry[3]),
+                )
+        return qos
+
+    def with_user_limits(
+        self, own: dict[int, tuple[int | None, int | None, int | None]]
+    ) -> QosLimits:
+        """These limits with ``own`` (user -> jobs, nodes, CPUs) added; a user already
+        listed keeps the higher of each."""
+        merged = {u[0]: (u[1], u[2], u[3]) for u in self.user_limits}
+        for user, caps in own.items():
+            was = merged.get(user)
+            merged[user] = (
+                caps
+                if was is None
+                else (
+                    _higher(was[0], caps[0]),
+                    _higher(was[1], caps[1]),
+                    _higher(was[2], caps[2]),
+                )
+            )
+        return replace(self, user_limits=tuple((u, *merged[u]) for u in sorted(merged)))
+
+    def user_limits_text(self, names: Sequence[str] = ()) -> str:
+        """The users with limits of their own, by their ``names`` (a trace's
+        ``user_names``, indexed by user number) where given, for a note ("" when none)."""
+        if not self.user_limits:
             return ""
-        users = sorted(self.exempt_users)
-        shown = ", ".join(names[u] if u < len(names) else str(u) for u in users[:5])
-        shown += ", ..." if len(users) > 5 else ""
-        return f"user{'s' if len(users) > 1 else ''} {shown} exempt"
+        shown = []
+        for user, *own in self.user_limits[:5]:
+            name = names[user] if user < len(names) else str(user)
+            parts = [
+                f"{'no' if v is None else v} {what}"
+                for v, what, qos in zip(
+                    own,
+                    ("jobs", "nodes", "CPUs"),
+                    (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user),
+                    strict=True,
+                )
+                if qos is not None and v != qos
+            ]
+            shown.append(f"{name} at {', '.join(parts)}" if parts else name)
+        more = ", ..." if len(self.user_limits) > 5 else ""
+        return f"user{'s' if len(self.user_limits) > 1 else ''} {'; '.join(shown)}{more}"
+
+    def changes_from(self, before: QosLimits | None, names: Sequence[str] = ()) -> str:
+        """What these limits change from ``before`` (a limit step), for a note: the QOS's
+        limits where they differ, and the users whose own limits are new or higher."""
+        qos = self.to_text() if before is None or self.to_text() != before.to_text() else ""
+        was = set(before.user_limits) if before is not None else set()
+        own = replace(self, user_limits=tuple(u for u in self.user_limits if u not in was))
+        users = own.user_limits_text(names)
+        return "; ".join(p for p in (qos, users) if p) or "no change"
 
     @property
     def any(self) -> bool:
@@ -133,6 +198,11 @@ _SIMPLE = {
     "maxsubmitjobsperuser": "max_submit_jobs_per_user",
 }
 _TRES = {"node": "max_nodes_per_user", "cpu": "max_cpus_per_user"}
+
+
+def _higher(a: int | None, b: int | None) -> int | None:
+    """The higher of two limits (``None``: no limit, the highest)."""
+    return None if a is None or b is None else max(a, b)
 
 
 def _count(value: str, where: str, key: str) -> int | None:

@@ -9,8 +9,8 @@ recorded ``Priority`` column. The candidates :func:`sim.fit.fit` chooses among.
   and no partitions (:func:`pool_candidates`);
 - per-user limits on running jobs and nodes where the recorded concurrency shows a wall (at
   least ``WALL_USERS`` users reach the same maximum and almost none pass it; those who do
-  are exempt), or a node cap at one of the largest per-user maxima (a soft limit a few
-  users passed);
+  keep limits of their own at their recorded maxima), or a node cap at one of the largest
+  per-user maxima (a soft limit a few users passed);
 - where the log records each job's priority (a sacct ``Priority`` column), how each of
   ``PRIORITY_SETTINGS`` ranks it at submission (:func:`priority_fit`).
 """
@@ -25,7 +25,7 @@ from sim.availability import recorded_usage
 from sim.config import SlurmConfig
 from sim.fidelity import spearman
 from sim.limit_breaks import WALL_USERS, per_user_max
-from sim.limits import QosLimits
+from sim.limits import QosLimits, UserLimit
 from sim.priority import submit_priorities
 from sim.profile import (
     PART_NAME,
@@ -258,7 +258,7 @@ def infer_limits(trace: Trace, mask: np.ndarray) -> QosLimits | None:
         max_jobs_per_user=lj,
         max_nodes_per_user=ln,
         larger_jobs_exempt=True,
-        exempt_users=past_walls(trace, mask, lj, ln, jobs),
+        user_limits=past_walls(trace, mask, lj, ln, jobs),
     )
 
 
@@ -268,35 +268,53 @@ def past_walls(
     jobs: int | None,
     units: int | None,
     job_maxima: dict[int, int] | None = None,
-) -> frozenset[int]:
+) -> tuple[UserLimit, ...]:
     """The users whose recorded schedule (the jobs in ``mask``) ran more than ``jobs`` jobs,
-    or more than ``units`` units in jobs of at most ``units`` each, at once (``job_maxima``:
+    or more than ``units`` units in jobs of at most ``units`` each, at once, with limits of
+    their own at their recorded maxima (``QosLimits.user_limits``; ``job_maxima``:
     :func:`user_maxima`'s jobs over ``mask``, where the caller has them). A wall lets a few
     users pass it (:func:`wall`); the site ran them under another QOS, so a replay that
     held them to it would hold them to a limit their own record breaks."""
-    out: set[int] = set()
+    most_jobs: dict[int, int] = {}
+    most_units: dict[int, int] = {}
     if jobs is not None:
-        most = job_maxima if job_maxima is not None else user_maxima(trace, mask)[0]
-        out |= {u for u, v in most.items() if v > jobs}
+        most_jobs = job_maxima if job_maxima is not None else user_maxima(trace, mask)[0]
     if units is not None:
         start, end, size, users = _recorded(trace, mask & (trace.units <= units))
-        out |= {u for u, v in per_user_max(start, end, size, users).items() if v > units}
-    return frozenset(out)
+        most_units = per_user_max(start, end, size, users)
+    past = sorted(
+        {u for u, v in most_jobs.items() if jobs is not None and v > jobs}
+        | {u for u, v in most_units.items() if units is not None and v > units}
+    )
+    return tuple(
+        (
+            u,
+            None if jobs is None else max(jobs, most_jobs.get(u, 0)),
+            None if units is None else max(units, most_units.get(u, 0)),
+            None,
+        )
+        for u in past
+    )
 
 
 def limit_candidates(trace: Trace, mask: np.ndarray, size: int) -> list[QosLimits]:
     """The per-user limits the fit tries: the walls (:func:`infer_limits`), and node caps at
     the largest per-user maxima of at least a quarter of the cluster (a soft limit, passed
-    by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any."""
+    by a few users, shows no wall; at most ``MAX_CAPS``), with the jobs wall if any. The
+    users past the jobs wall keep their own limits, so their maxima are no cap."""
     walls = infer_limits(trace, mask)
     most, nodes = user_maxima(trace, mask)
-    caps = sorted({v for v in nodes.values() if 4 * v >= size and v < size}, reverse=True)
     lj = walls.max_jobs_per_user if walls is not None else None
     out = [walls] if walls is not None else []
     past = past_walls(trace, mask, lj, None, most)
+    own = {u[0] for u in past}
+    caps = sorted(
+        {v for u, v in nodes.items() if u not in own and 4 * v >= size and v < size},
+        reverse=True,
+    )
     for cap in caps[:MAX_CAPS]:
         lim = QosLimits(
-            max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True, exempt_users=past
+            max_jobs_per_user=lj, max_nodes_per_user=cap, larger_jobs_exempt=True, user_limits=past
         )
         if lim not in out:
             out.append(lim)

@@ -122,9 +122,10 @@ class SiteProfile:
     #: Slurm's ``PriorityTier`` of the log's partitions (a higher tier's jobs are scheduled
     #: first: an express queue); empty: one tier (:func:`sim.log_inference.tier_candidates`)
     tiers: dict[str, int] = field(default_factory=dict)
-    #: users the ``limits`` do not apply to: the few whose recorded schedule ran past a wall
-    #: every other user kept (:func:`sim.log_inference.past_walls`)
-    exempt_users: list[int] = field(default_factory=list)
+    #: users with limits of their own, higher than ``limits``: [user, running jobs, nodes,
+    #: CPUs] (null: no limit), the few whose recorded schedule ran past a wall every other
+    #: user kept, at their recorded maxima (:func:`sim.log_inference.past_walls`)
+    user_limits: list[list[int | None]] = field(default_factory=list)
     path: str = ""
 
     def slurm_conf(self, total_units: int | None = None) -> str:
@@ -184,7 +185,7 @@ class SiteProfile:
             max_jobs_per_user=lim.max_jobs_per_user,
             max_nodes_per_user=lim.max_nodes_per_user,
             larger_jobs_exempt=self.larger_jobs_exempt,
-            exempt_users=frozenset(self.exempt_users),
+            user_limits=tuple((u[0], u[1], u[2], u[3]) for u in self.user_limits),  # type: ignore[misc]
         )
 
     def availability(
@@ -306,9 +307,9 @@ class SiteProfile:
             )
         depth = "" if self.bf_max_job_test is None else f", bf_max_job_test={self.bf_max_job_test}"
         limits = self.limits or "none"
-        if self.limits and self.exempt_users:
-            n = len(self.exempt_users)
-            limits += f" ({n} user{'s' if n > 1 else ''} exempt)"
+        if self.limits and self.user_limits:
+            n = len(self.user_limits)
+            limits += f" ({n} user{'s' if n > 1 else ''} with their own)"
         return (
             f"{self.units} {self.unit}{pools}, priority {prio}, batch_sched_delay="
             f"{self.batch_sched_delay:g}{depth}, limits {limits}, "
@@ -356,9 +357,7 @@ class SiteProfile:
             raise ValueError(
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
-        exempt = d.get("exempt_users", [])
-        if not isinstance(exempt, list) or not all(type(u) is int and u >= 0 for u in exempt):
-            raise ValueError("exempt_users: a list of user numbers expected")
+        d["user_limits"] = _user_limits(d)
         depth = d.get("bf_max_job_test")
         if depth is not None and (type(depth) is not int or depth < 1):
             raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")
@@ -489,3 +488,27 @@ def store(
 def load(trace: Trace) -> SiteProfile | None:
     """The stored profile made from this trace's file content, or None."""
     return find_stored(trace, SUFFIX, CACHE_DIR, SiteProfile.from_json)
+
+
+def _user_limits(d: dict[str, Any]) -> list[list[int | None]]:
+    """A stored profile's ``user_limits`` checked, by user (``exempt_users``, as stored
+    before them, are users with no limit of their own)."""
+    legacy = d.pop("exempt_users", [])
+    if not isinstance(legacy, list) or not all(type(u) is int and u >= 0 for u in legacy):
+        raise ValueError("exempt_users: a list of user numbers expected")
+    own = d.get("user_limits", [])
+    if not isinstance(own, list) or not all(
+        isinstance(u, list)
+        and len(u) == 4
+        and type(u[0]) is int
+        and u[0] >= 0
+        and all(v is None or (type(v) is int and v >= 0) for v in u[1:])
+        for u in own
+    ):
+        raise ValueError(
+            "user_limits: a list of [user, jobs, nodes, CPUs] expected (null: no limit)"
+        )
+    own = own + [[u, None, None, None] for u in legacy]
+    if len({u[0] for u in own}) != len(own):
+        raise ValueError("user_limits: a user listed twice")
+    return sorted(own)

@@ -136,13 +136,16 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
         say(console, "note", note)
         qos = prof.qos()
         steps = limit_steps(trace, qos)
+        before = qos
         for t, lim in steps:
             say(
                 console,
                 "note",
                 f"from t={t / 86400:.2f} days the recorded schedule breaks "
-                f"the limits ({qos.to_text() if qos else ''}): {lim.to_text()} from then on",
+                f"the limits ({qos.to_text() if qos else ''}): "
+                f"{lim.changes_from(before, trace.user_names)} from then on",
             )
+            before = lim
         return prof.units, prof.config(), qos, prof.availability(trace), steps, False
     if size_from:
         say(console, "note", f"cluster size from {size_from}")
@@ -203,9 +206,9 @@ def _world(args, trace, cfg, total, limits, console, size_from, relax=0):  # typ
                 f"per-user limits from the recorded concurrency: "
                 f"{limits.to_text()}"
                 + (
-                    f" ({limits.exempt_text(trace.user_names)}: "
+                    f" ({limits.user_limits_text(trace.user_names)}: "
                     "their recorded schedule ran past them)"
-                    if limits.exempt_users
+                    if limits.user_limits
                     else ""
                 )
                 + (f" ({len(breaks)} steps up where the record breaks them)" if breaks else ""),

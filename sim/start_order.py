@@ -127,19 +127,29 @@ def _held(
     size = int(max(trace.user[cand].max(initial=0), users.max(initial=0))) + 1
     held = np.zeros(cand.size, bool)
     cu = trace.user[cand]
-    if limits.max_jobs_per_user is not None:
+    jobs_cap, cap = limits.max_jobs_per_user, limits.max_nodes_per_user
+    own = {u[0]: limits.caps(u[0]) for u in limits.user_limits}
+    if jobs_cap is not None:
         jobs = np.bincount(users, minlength=size)
-        held |= jobs[cu] >= limits.max_jobs_per_user
-    cap = limits.max_nodes_per_user
+        held |= jobs[cu] >= _per_user(cu, jobs_cap, own, 0)
     if cap is not None:
         units = np.bincount(users, weights=trace.units[running], minlength=size)
-        over = units[cu] + trace.units[cand] > cap
+        over = units[cu] + trace.units[cand] > _per_user(cu, cap, own, 1)
         if limits.larger_jobs_exempt:
             over &= trace.units[cand] <= cap
         held |= over
-    if limits.exempt_users:
-        held &= ~np.isin(cu, list(limits.exempt_users))
     return held
+
+
+def _per_user(
+    users: np.ndarray, qos: int, own: dict[int, tuple[int | None, int | None, int | None]], k: int
+) -> np.ndarray:
+    """Each of ``users``' limit ``k`` (jobs, nodes): ``qos``, or their own (``own``: user ->
+    :meth:`QosLimits.caps`) where they have one; no limit is infinite."""
+    caps = np.full(users.size, float(qos))
+    for user, c in own.items():
+        caps[users == user] = math.inf if c[k] is None else c[k]
+    return caps
 
 
 class Queues:

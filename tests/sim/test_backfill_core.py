@@ -378,7 +378,18 @@ LIMITED_CASES = (
     st.sampled_from([None, 1, 3]),
     st.sampled_from([None, 4, 16]),
     st.sampled_from([None, 8, 64]),
-    st.tuples(st.booleans(), st.frozensets(st.integers(0, 4), max_size=2)),
+    st.tuples(
+        st.booleans(),
+        st.dictionaries(
+            st.integers(0, 4),
+            st.tuples(
+                st.sampled_from([None, 0, 2, 5]),
+                st.sampled_from([None, 2, 12, 30]),
+                st.sampled_from([None, 6, 100]),
+            ),
+            max_size=2,
+        ),
+    ),
     st.sampled_from([("nodes", ""), ("cpus", "NodeName=n[1-10] CPUs=4\n")]),
     st.integers(0, 35),
 )
@@ -386,8 +397,8 @@ LIMITED_CASES = (
 
 def limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world):  # type: ignore[no-untyped-def]
     """A simulator under these QOS limits (``exempt``: whether larger jobs are exempt from
-    the node cap, and the exempt users), its users already running ``use`` (jobs, nodes),
-    and a queue of ``rows`` (units, user)."""
+    the node cap, and users' own limits: user -> jobs, nodes, CPUs), its users already
+    running ``use`` (jobs, nodes), and a queue of ``rows`` (units, user)."""
     from sim.config import SlurmConfig
     from sim.engine import Simulator
     from sim.limits import QosLimits
@@ -399,7 +410,7 @@ def limited_world(rows, use, max_jobs, max_nodes, max_cpus, exempt, world):  # t
         max_nodes_per_user=max_nodes,
         max_cpus_per_user=max_cpus,
         larger_jobs_exempt=exempt[0],
-        exempt_users=exempt[1],
+        user_limits=tuple((u, *c) for u, c in sorted(exempt[1].items())),
     )
     trace = make_trace([(0, 60, 60, 1)], total=40, unit=unit)
     sim = Simulator(trace, SlurmConfig.from_text(conf), limits=limits)

@@ -4,7 +4,9 @@ breaks the limits fitted to its past (sim/limit_breaks.py)."""
 from __future__ import annotations
 
 import io
+import math
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +84,14 @@ def test_a_raised_cap_is_recovered_from_a_log_recorded_across_it():
     at = 2.5 * 86400
     trace = recorded_log(first, total=48, limit_steps=((at, raised),))
     steps = limit_steps(trace, first)
-    assert len(steps) == 1
-    t, lim = steps[0]
-    assert at <= t < at + 86400
-    assert lim == raised
+    # the first two users above the old cap are raised on their own from then on; the third
+    # raises the cap
+    assert len(steps) == 3
+    assert all(at <= t < at + 86400 for t, _ in steps)
+    assert [len(lim.user_limits) for _, lim in steps] == [1, 2, 2]
+    last = steps[-1][1]
+    assert replace(last, user_limits=()) == raised
+    assert all(last.caps(u) == raised.caps(u) for u, *_ in last.user_limits)
 
 
 jobs = st.lists(
@@ -97,40 +103,65 @@ jobs = st.lists(
 )
 
 
-def brute(rows, cap, users):
-    """The first moment ``users`` users ran above ``cap`` units, and the most any user ran
-    at or after it: every moment checked (ends before starts at one moment)."""
+def brute(rows, cap, users, own=None):
+    """The limit steps, every moment checked (ends before starts at one moment): the first
+    moment ``users`` users held to ``cap`` units ran above it, with the most any of them ran
+    at or after it; and each user who ran above the limit they were held to then (their own,
+    ``own``: (user, cap), the higher of it and the step's from the step on) from their
+    first moment above, with the most they ran from then on."""
     moments = sorted({s for s, _, _, _ in rows} | {s + r for s, r, _, _ in rows})
 
     def use(user, t):  # after the events at t
         return sum(u for s, r, u, w in rows if w == user and s <= t < s + r)
 
+    who = {w for *_, w in rows}
+    mine = dict([own]) if own else {}
+    held = who - {u for u, c in mine.items() if c > cap}  # a lower own limit is the QOS's
     firsts = {}
     for t in moments:
-        for user in {w for *_, w in rows}:
+        for user in held:
             if use(user, t) > cap and user not in firsts:
                 firsts[user] = t
-    if len(firsts) < users:
-        return None
-    at = sorted(firsts.values())[users - 1]
-    later = [t for t in moments if t >= at]
-    before = [t for t in moments if t < at]
-    looked = later + before[-1:]
-    return at, max(use(w, t) for t in looked for w in {w for *_, w in rows})
+    changes = {}
+    at, new = math.inf, cap
+    if len(firsts) >= users:
+        at = sorted(firsts.values())[users - 1]
+        looked = [t for t in moments if t >= at] + [t for t in moments if t < at][-1:]
+        new = max(use(w, t) for t in looked for w in held)
+        changes[at] = ("cap", new)
+    for since, until in ((-math.inf, at), (at, math.inf)):
+        for user in sorted(who):
+            limit = max(mine.get(user, cap), new if since == at else cap)
+            over = [t for t in moments if since <= t < until and use(user, t) > limit]
+            if over:
+                most = max(use(user, t) for t in moments if t >= over[0])
+                changes.setdefault(over[0], ("users", {}))
+                changes[over[0]][1][user] = most
+                mine[user] = most
+    out, now, now_own = [], cap, dict([own]) if own else {}
+    for t in sorted(changes):
+        kind, value = changes[t]
+        if kind == "cap":
+            now = value
+        else:
+            now_own.update(value)
+        out.append((t, now, tuple((u, None, c, None) for u, c in sorted(now_own.items()))))
+    return out
 
 
-@settings(max_examples=200, deadline=None)
-@given(jobs, st.integers(1, 8), st.integers(1, 3))
-def test_the_break_matches_a_moment_by_moment_count(rows, cap, users):
+@settings(max_examples=300, deadline=None)
+@given(jobs, st.integers(1, 8), st.integers(1, 3), st.none() | st.integers(1, 10))
+def test_the_steps_match_a_moment_by_moment_count(rows, cap, users, own):
+    """A user's own limit (user 0's, where drawn) is checked as the brute-force count does."""
     rows = [(s, r, u, w) for s, r, u, w in rows]
     trace = make_trace([(float(s), float(r), float(r), u, w) for s, r, u, w in rows], total=100)
     trace.recorded_start = np.array([float(s) for s, _, _, _ in rows])
-    steps = limit_steps(trace, QosLimits(max_nodes_per_user=cap), users)
-    want = brute(rows, cap, users)
-    if want is None:
-        assert steps == []
-    else:
-        assert [(t, lim.max_nodes_per_user) for t, lim in steps] == [want]
+    first = QosLimits(
+        max_nodes_per_user=cap, user_limits=((0, None, own, None),) if own is not None else ()
+    )
+    steps = limit_steps(trace, first, users)
+    got = [(t, lim.max_nodes_per_user, lim.user_limits) for t, lim in steps]
+    assert got == brute(rows, cap, users, (0, own) if own is not None else None)
 
 
 LS6 = Path(__file__).resolve().parents[3] / "shared" / "traces" / "ls6-a100.log"
@@ -147,3 +178,6 @@ def test_the_ls6_replay_notes_where_its_record_breaks_the_fitted_node_cap():
     assert "site profile" in text
     assert "breaks the limits (MaxJobsPerUser=8 MaxTRESPerUser=node=16)" in text
     assert "MaxJobsPerUser=8 MaxTRESPerUser=node=32 from then on" in text
+    # the two users over the cap before it steps are raised on their own, to their maxima
+    assert "t=143.97 days" in text and "user 00097 at 24 nodes from then on" in text
+    assert "t=145.20 days" in text and "user 00149 at 32 nodes from then on" in text

@@ -84,7 +84,10 @@ def test_the_fit_recovers_the_outages_and_the_replay_matches_the_record():
     fit_mask, held, _ = split(trace)
     rec = trace.recorded_start - trace.submit
     waits = replay_waits(trace, prof)
-    assert fidelity(waits[held], rec[held]).spearman > 0.95
+    # (the log was recorded without limits; the fit adds a soft node cap that two users pass
+    # in the record, each raised to their own maximum from then on: 0.90. Held to it, as
+    # before session 35, the replay ranked at 1.0 by a world the record breaks)
+    assert fidelity(waits[held], rec[held]).spearman > 0.85
     # without its outages the same profile replays the log worse
     plain = fidelity(replay_waits(trace, replace(prof, outage_s=None))[held], rec[held])
     assert plain.spearman < fidelity(waits[held], rec[held]).spearman

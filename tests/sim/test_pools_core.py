@@ -57,7 +57,22 @@ def pooled_worlds(draw):  # type: ignore[no-untyped-def]
             max_jobs_per_user=draw(st.sampled_from([None, 1, 2])),
             max_nodes_per_user=draw(st.sampled_from([None, 1, 3])),
             larger_jobs_exempt=draw(st.booleans()),
-            exempt_users=draw(st.frozensets(st.integers(0, 3), max_size=1)),
+            user_limits=tuple(
+                (u, *c)
+                for u, c in sorted(
+                    draw(
+                        st.dictionaries(
+                            st.integers(0, 3),
+                            st.tuples(
+                                st.sampled_from([None, 0, 3]),
+                                st.sampled_from([None, 2, 6]),
+                                st.sampled_from([None, 8]),
+                            ),
+                            max_size=1,
+                        )
+                    ).items()
+                )
+            ),
         )
     return trace, SlurmConfig.from_text(conf), limits
 

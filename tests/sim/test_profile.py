@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -62,18 +63,20 @@ def test_limits_are_recovered_from_a_log_recorded_under_them():
     assert (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
 
 
-def test_a_user_who_ran_past_the_wall_is_exempt_from_it():
-    """One user ran under another QOS: the wall the others kept is inferred, that user is
-    exempt from it, and the log replays as recorded (held to the wall, that user waits)."""
+def test_a_user_who_ran_past_the_wall_keeps_a_limit_of_their_own():
+    """One user ran under another QOS: the wall the others kept is inferred, that user gets
+    limits of their own at their recorded maxima, and the log replays as recorded (held to
+    the wall, that user waits)."""
     from sim.log_inference import user_maxima
 
-    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, exempt_users=frozenset({7}))
+    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, user_limits=((7, 6, 20, None),))
     trace = recorded_log(limits, total=64)
     everyone = np.ones(len(trace), bool)
-    assert user_maxima(trace, everyone)[0][7] > 3  # the exempt user ran past the wall
+    jobs, units = user_maxima(trace, everyone)
+    assert 3 < jobs[7] <= 6  # the user ran past the wall, within their own limit
     lim = infer_limits(trace, everyone)
-    assert lim is not None and lim.exempt_users == {7}
-    assert (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
+    assert lim is not None and (lim.max_jobs_per_user, lim.max_nodes_per_user) == (3, 8)
+    assert lim.user_limits == ((7, jobs[7], max(8, units[7]), None),)
 
     def waits(lim: QosLimits) -> np.ndarray:
         sim = Simulator(trace, SlurmConfig(), limits=lim)
@@ -88,19 +91,54 @@ def test_a_user_who_ran_past_the_wall_is_exempt_from_it():
     assert held[seven].mean() > 1.5 * recorded[seven].mean()
 
 
-def test_exempt_users_are_stored_in_the_profile_and_checked():
+def test_a_user_with_their_own_limits_sets_no_cap_for_the_others():
+    """The fit's soft node caps come from the maxima of users held to the QOS: user 7, past
+    the jobs wall, ran 20 nodes under their own limits, which is no cap for everyone."""
+    from sim.log_inference import limit_candidates, user_maxima
+
+    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, user_limits=((7, 6, 20, None),))
+    trace = recorded_log(limits, total=64, seed=2)
+    everyone = np.ones(len(trace), bool)
+    assert user_maxima(trace, everyone)[1][7] >= 16  # a quarter of the cluster: a cap once
+    caps = {c.max_nodes_per_user for c in limit_candidates(trace, everyone, 64)}
+    assert caps == {8}
+
+
+def test_users_own_limits_are_the_higher_and_checked():
+    qos = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, user_limits=((2, 5, 4, None),))
+    assert qos.caps(2) == (5, 8, None) and qos.caps(1) == (3, 8, None)
+    assert qos.with_user_limits({2: (1, 9, 4), 0: (None, 8, None)}).user_limits == (
+        (0, None, 8, None),
+        (2, 5, 9, None),
+    )
+    for bad in (((2, 1, 1, 1), (2, 1, 1, 1)), ((3, 1, 1, 1), (2, 1, 1, 1)), ((1, -2, 1, 1),)):
+        with pytest.raises(ValueError, match="user_limits"):
+            QosLimits(max_jobs_per_user=3, user_limits=bad)
+
+
+def test_users_own_limits_are_stored_in_the_profile_and_checked():
     good = json.loads(load_shipped().to_json())
-    assert good["exempt_users"] == []  # a profile stored before them loads without
-    del good["exempt_users"]
+    assert good["user_limits"] == []  # a profile stored before them loads without
+    del good["user_limits"]
     assert SiteProfile.from_json(json.dumps(good)).qos() == load_shipped().qos()
-    prof = SiteProfile.from_json(json.dumps({**good, "exempt_users": [4, 9]}))
+    prof = SiteProfile.from_json(
+        json.dumps({**good, "user_limits": [[9, 20, None, None], [4, 12, 30, None]]})
+    )
     qos = prof.qos()
-    assert qos is not None and qos.exempt_users == {4, 9}
-    assert "(2 users exempt)" in prof.describe()
-    assert SiteProfile.from_json(prof.to_json()).exempt_users == [4, 9]
-    for bad in ("4", [-1], [1.5], {"4": 1}):
-        with pytest.raises(ValueError, match="exempt_users"):
-            SiteProfile.from_json(json.dumps({**good, "exempt_users": bad}))
+    assert qos is not None and qos.user_limits == ((4, 12, 30, None), (9, 20, None, None))
+    assert "(2 users with their own)" in prof.describe()
+    assert SiteProfile.from_json(prof.to_json()).user_limits == [
+        [4, 12, 30, None],
+        [9, 20, None, None],
+    ]
+    # exempt users, as a profile stored them before: no limit of their own
+    legacy = SiteProfile.from_json(json.dumps({**good, "exempt_users": [4]}))
+    assert legacy.user_limits == [[4, None, None, None]]
+    for bad in ("4", [[-1, 1, 1, 1]], [[1, 1.5, 1, 1]], [[1, 2, 3]], {"4": 1}, [[1, 1, 1, 1]] * 2):
+        with pytest.raises(ValueError, match="user_limits"):
+            SiteProfile.from_json(json.dumps({**good, "user_limits": bad}))
+    with pytest.raises(ValueError, match="exempt_users"):
+        SiteProfile.from_json(json.dumps({**good, "exempt_users": [1.5]}))
 
 
 def test_no_limit_is_inferred_from_a_log_recorded_without():
@@ -360,18 +398,21 @@ def test_a_replay_with_no_flags_takes_the_limits_the_log_shows(tmp_path, capsys)
     assert "from the recorded concurrency" not in capsys.readouterr().err
 
 
-def test_a_replay_with_no_flags_names_the_users_exempt_from_the_limits(tmp_path, capsys):
+def test_a_replay_with_no_flags_names_the_users_with_limits_of_their_own(tmp_path, capsys):
     from sim.replay_cli import main as replay_main
     from sim.traces import write_swf
 
-    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, exempt_users=frozenset({7}))
+    limits = QosLimits(max_jobs_per_user=3, max_nodes_per_user=8, user_limits=((7, 6, 20, None),))
     trace = recorded_log(limits, total=64)
     write_swf(trace, tmp_path / "rec.swf")
     assert replay_main([str(tmp_path / "rec.swf"), "--no-progress"]) == 0
     name = read_trace(tmp_path / "rec.swf").user_names[7]
     err = capsys.readouterr().err
     # (the log's whole seconds let a user's jobs overlap by one: MaxJobsPerUser=4)
-    assert f"(user {name} exempt: their recorded schedule ran past them)" in err
+    assert re.search(
+        f"\\(user {name} at [4-7] jobs(, \\d+ nodes)?: their recorded schedule ran past them\\)",
+        err,
+    ), err
 
 
 def test_a_parallel_fit_chooses_as_the_serial_one():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sim import _backfill
 from sim.engine_state import EngineState
-from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES
+from sim.limits import REASON_CPUS, REASON_JOBS, REASON_NODES, Caps
 from sim.state import SimJob
 
 #: the limits as sim/_backfill.c takes them: (max_jobs, max_nodes, max_cpus, larger jobs
@@ -15,7 +15,7 @@ from sim.state import SimJob
 LimitParams = tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]]
 
 
-def _capped(caps: tuple[int | None, int | None, int | None]) -> tuple[int, int, int]:
+def _capped(caps: Caps) -> tuple[int, int, int]:
     """Limits as sim/_backfill.c takes them: -1 for no limit."""
     return (
         -1 if caps[0] is None else caps[0],

@@ -81,9 +81,9 @@ def limit_steps(
     for t in sorted(changes.keys() | raises.keys()):
         now = _with(now, changes.get(t, {}))
         if t in raises:
-            qos = (now.max_jobs_per_user, now.max_nodes_per_user, now.max_cpus_per_user)
+            q = (now.max_jobs_per_user, now.max_nodes_per_user, now.max_cpus_per_user)
             now = now.with_user_limits(
-                {u: tuple(c.get(k, qos[k]) for k in range(3)) for u, c in raises[t].items()}  # type: ignore[misc]
+                {u: (c.get(0, q[0]), c.get(1, q[1]), c.get(2, q[2])) for u, c in raises[t].items()}
             )
         out.append((t, now))
     return out

@@ -25,6 +25,8 @@ from hpcbase.config import ConfigError, read_config
 
 #: a user's own limits: (user, running jobs, nodes, CPUs), ``None`` for no limit
 UserLimit = tuple[int, int | None, int | None, int | None]
+#: the running jobs, nodes and CPUs a user is held to, ``None`` for no limit
+Caps = tuple[int | None, int | None, int | None]
 
 #: Slurm's pending reasons for the limits (``squeue -o %r``).
 REASON_JOBS = "QOSMaxJobsPerUserLimit"
@@ -68,36 +70,22 @@ class QosLimits:
                 "each limit >= 0 or None"
             )
 
-    def caps(self, user: int) -> tuple[int | None, int | None, int | None]:
+    def caps(self, user: int) -> Caps:
         """The running jobs, nodes and CPUs ``user`` is held to (``None``: no limit): the
         QOS's, or the user's own where higher."""
         qos = (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user)
         for entry in self.user_limits:
             if entry[0] == user:
-                return (
-                    _higher(qos[0], entry[1]),
-                    _higher(qos[1], entry[2]),
-                    _higher(qos[2], entry[3]),
-                )
+                return _higher(qos, (entry[1], entry[2], entry[3]))
         return qos
 
-    def with_user_limits(
-        self, own: dict[int, tuple[int | None, int | None, int | None]]
-    ) -> QosLimits:
+    def with_user_limits(self, own: dict[int, Caps]) -> QosLimits:
         """These limits with ``own`` (user -> jobs, nodes, CPUs) added; a user already
         listed keeps the higher of each."""
         merged = {u[0]: (u[1], u[2], u[3]) for u in self.user_limits}
         for user, caps in own.items():
             was = merged.get(user)
-            merged[user] = (
-                caps
-                if was is None
-                else (
-                    _higher(was[0], caps[0]),
-                    _higher(was[1], caps[1]),
-                    _higher(was[2], caps[2]),
-                )
-            )
+            merged[user] = caps if was is None else _higher(was, caps)
         return replace(self, user_limits=tuple((u, *merged[u]) for u in sorted(merged)))
 
     def user_limits_text(self, names: Sequence[str] = ()) -> str:
@@ -106,17 +94,13 @@ class QosLimits:
         if not self.user_limits:
             return ""
         shown = []
-        for user, *own in self.user_limits[:5]:
+        qos = (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user)
+        for user, *_ in self.user_limits[:5]:
             name = names[user] if user < len(names) else str(user)
             parts = [
                 f"{'no' if v is None else v} {what}"
-                for v, what, qos in zip(
-                    own,
-                    ("jobs", "nodes", "CPUs"),
-                    (self.max_jobs_per_user, self.max_nodes_per_user, self.max_cpus_per_user),
-                    strict=True,
-                )
-                if qos is not None and v != qos
+                for v, what, q in zip(self.caps(user), ("jobs", "nodes", "CPUs"), qos, strict=True)
+                if q is not None and v != q
             ]
             shown.append(f"{name} at {', '.join(parts)}" if parts else name)
         more = ", ..." if len(self.user_limits) > 5 else ""
@@ -200,9 +184,13 @@ _SIMPLE = {
 _TRES = {"node": "max_nodes_per_user", "cpu": "max_cpus_per_user"}
 
 
-def _higher(a: int | None, b: int | None) -> int | None:
-    """The higher of two limits (``None``: no limit, the highest)."""
-    return None if a is None or b is None else max(a, b)
+def _higher(a: Caps, b: Caps) -> Caps:
+    """Each of two sets of limits' higher (``None``: no limit, the highest)."""
+    return (
+        None if a[0] is None or b[0] is None else max(a[0], b[0]),
+        None if a[1] is None or b[1] is None else max(a[1], b[1]),
+        None if a[2] is None or b[2] is None else max(a[2], b[2]),
+    )
 
 
 def _count(value: str, where: str, key: str) -> int | None:

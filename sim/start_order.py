@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.config import SlurmConfig
-from sim.limits import QosLimits
+from sim.limits import Caps, QosLimits
 from sim.priority import PriorityModel, fairshare_at
 from sim.profile import PRIORITY_SETTINGS, priority_lines, weight_lines, weights_text
 from sim.traces.model import Trace
@@ -141,9 +141,7 @@ def _held(
     return held
 
 
-def _per_user(
-    users: np.ndarray, qos: int, own: dict[int, tuple[int | None, int | None, int | None]], k: int
-) -> np.ndarray:
+def _per_user(users: np.ndarray, qos: int, own: dict[int, Caps], k: int) -> np.ndarray:
     """Each of ``users``' limit ``k`` (jobs, nodes): ``qos``, or their own (``own``: user ->
     :meth:`QosLimits.caps`) where they have one; no limit is infinite."""
     caps = np.full(users.size, float(qos))

@@ -127,9 +127,9 @@ def _raise_users(
     their own and ``step``'s (time, cap) from its time on), with the most they run from
     then on."""
     u, t, total = sweep
-    mine = (
-        np.array([own.get(int(x), cap) for x in u], float) if own else np.full(u.size, cap, float)
-    )
+    mine = np.full(u.size, cap, float)
+    for user, c in own.items():  # a few users
+        mine[u == user] = c
     if step is not None:
         later = t >= step[0]
         mine[later] = np.maximum(mine[later], step[1])

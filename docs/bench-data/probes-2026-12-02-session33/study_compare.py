@@ -1,6 +1,8 @@
 """Session 33's Mirage study (LS6's profile in the replay of session 32's code) against
 session 27's (the same profile in the replay of then): mean abs gap per agent, validation
-and March, and the share of reactive's gap to the oracle each closes."""
+and March, and the share of reactive's gap to the oracle each closes. Reused for later
+studies: ``study_compare.py NEW OLD [OLD_LABEL NEW_LABEL]`` (session 35 passes its own
+labels; the defaults are session 27's and 33's)."""
 import json
 import re
 import sys
@@ -9,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 NEW, OLD = Path(sys.argv[1]), Path(sys.argv[2])
+OLD_NAME, NEW_NAME = sys.argv[3:5] if len(sys.argv) > 4 else ("session 27", "session 33")
 AGENTS = ["reactive", "average", "start-estimate", "oracle", "dqn", "moe-dqn", "pg",
           "transformer-pg", "gap-regressor"]
 
@@ -42,12 +45,13 @@ def share(agent: float, reactive: float, oracle: float) -> str:
     return f"{(reactive - agent) / (reactive - oracle):.0%}" if reactive != oracle else "-"
 
 
-for name, folder in (("session 27", OLD), ("session 33", NEW)):
+for name, folder in ((OLD_NAME, OLD), (NEW_NAME, NEW)):
     v = val(folder)
     print(f"{name}: validation " + ", ".join(f"{a} {v[a]}" for a in AGENTS if a in v))
 for split in ("test-1node", "test-8node"):
     o, n = rows(OLD, split), rows(NEW, split)
-    print(f"\n{split}: agent | session 27 | session 33 | share of reactive's gap closed 27 -> 33")
+    closed = f"{OLD_NAME.split()[-1]} -> {NEW_NAME.split()[-1]}"
+    print(f"\n{split}: agent | {OLD_NAME} | {NEW_NAME} | share of reactive's gap closed {closed}")
     for a in AGENTS:
         vo, vn = o.get(a), n.get(a)
         fo = f"{np.mean(vo):.2f}" + (f" ± {np.std(vo, ddof=1):.2f}" if vo and len(vo) > 1 else "") if vo else "-"

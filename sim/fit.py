@@ -72,6 +72,11 @@ OUTAGES: tuple[float | None, ...] = (None, 2 * 3600.0, 6 * 3600.0)
 #: the window narrowed to this while a recorded job waited beside units it left idle
 #: (sim.idle_waits.narrowed_beside_idle; a clamp, where chosen, comes first); None: not
 NARROWS: tuple[float | None, ...] = (None, 3600.0)
+#: jittered replays each way when the fit checks that its limits earn their place
+#: (:func:`earned_limits`)
+LIMIT_CHECK_JITTERS = 6
+#: Student's t for ``LIMIT_CHECK_JITTERS`` - 1 degrees of freedom, one-sided 90 %
+LIMIT_CHECK_T = 1.476
 
 
 class ProfileError(ValueError):
@@ -306,6 +311,7 @@ def fit(
         fixed = bool(ranked or prof.start_order)
         tiers = tier_candidates(trace, fit_mask)
         best = _search(trace, prof, score, lims, fixed, depths, units, tiers)
+    best = earned_limits(trace, best, fit_mask, rec, units)
     best.steps = prof.steps
     best.recent, best.recency = recent, recency
     f = fidelity(replay_waits(trace, best)[fit_mask], rec[fit_mask])
@@ -388,9 +394,20 @@ def setting_loss(
     """The fit's loss of setting ``p`` over the jobs in ``mask`` (``rec``: recorded waits),
     the mean over ``jitters`` replays (one without jitter when 1), and the first replay's
     figures."""
+    runs = _replays(trace, p, mask, rec, jitters)
+    if isinstance(runs, str):
+        return math.inf, {"runaway": runs}  # type: ignore[dict-item]
+    return float(np.mean([loss(r) for r in runs])), runs[0].as_dict()
+
+
+def _replays(
+    trace: Trace, p: SiteProfile, mask: np.ndarray, rec: np.ndarray, jitters: int
+) -> list[Fidelity] | str:
+    """The figures of ``jitters`` replays of ``p`` over the jobs in ``mask`` (one without
+    jitter when 1), or why one ran away (:class:`RunawayReplay`)."""
     bound = runaway_bound(trace)
     try:
-        runs = [
+        return [
             fidelity(
                 replay_waits(
                     trace, p, jitter=JITTER if jitters > 1 else 0.0, seed=s, max_pending=bound
@@ -400,8 +417,42 @@ def setting_loss(
             for s in range(jitters)
         ]
     except RunawayReplay as e:
-        return math.inf, {"runaway": str(e)}  # type: ignore[dict-item]
-    return float(np.mean([loss(r) for r in runs])), runs[0].as_dict()
+        return str(e)
+
+
+def earned_limits(
+    trace: Trace,
+    p: SiteProfile,
+    mask: np.ndarray,
+    rec: np.ndarray,
+    units: int,
+    jitters: int = LIMIT_CHECK_JITTERS,
+    t: float = LIMIT_CHECK_T,
+) -> SiteProfile:
+    """``p``, or ``p`` without its per-user limits where they do not earn their place.
+
+    A log recorded without limits still shows a few users at one concurrency, and a limit
+    there can lower the fit part's loss by chance (another setting's error, offset), then
+    cost the future. So the fit keeps limits only where dropping them raises the fit
+    part's loss, replay for replay over ``jitters`` jittered replays (the same run times
+    each way), at one-sided 90 % confidence (``t``: Student's t for ``jitters`` - 1
+    degrees of freedom). Both ways' losses are kept in the profile's ``limits_check``
+    (empty: that way ran away)."""
+    if not p.limits:
+        return p
+    bare = _with_option(p, "limits", ("", False, ()), units)
+    losses: dict[str, list[float]] = {}
+    for name, q in ((f"with {p.limits}", p), ("without", bare)):
+        runs = _replays(trace, q, mask, rec, jitters)
+        losses[name] = [] if isinstance(runs, str) else [loss(r) for r in runs]  # ran away
+    kept, dropped = (np.asarray(v) for v in losses.values())
+    earned = not dropped.size
+    if kept.size and dropped.size:  # each jitter replays the same run times both ways
+        gain = dropped - kept
+        earned = gain.mean() > t * gain.std(ddof=1) / math.sqrt(gain.size)
+    out = p if earned else bare
+    out.limits_check = losses
+    return out
 
 
 #: what forked scoring processes read: (trace, mask, recorded waits, jitters)

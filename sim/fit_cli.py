@@ -117,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def print_fit(out: Console, prof: SiteProfile, name: str) -> None:
-    """The settings the fit tried, the priorities against a recorded column, and the
-    recency check."""
+    """The settings the fit tried, the priorities against a recorded column, the recency
+    check and the limits check."""
     steps = Table(title=f"{name}: settings tried on the fit part")
     for col in ("setting", "loss", "mean h", "p90 h", "Spearman", "KS"):
         steps.add_column(col, justify="left" if col == "setting" else "right")
@@ -152,5 +152,22 @@ def print_fit(out: Console, prof: SiteProfile, name: str) -> None:
                 name + (" (chosen)" if chosen else ""),
                 ", ".join(f"{v:.3f}" for v in losses),
                 f"{sum(losses) / len(losses):.3f}",
+            )
+        out.print(check)
+    if prof.limits_check:
+        kept = bool(prof.limits)
+        check = Table(
+            title="do the per-user limits earn their place? The fit part's loss with them and "
+            "without, over the same jittered replays (kept where dropping them costs, replay "
+            "for replay, at one-sided 90 % confidence)"
+        )
+        for col in ("limits", "loss (jittered replays)", "mean"):
+            check.add_column(col, justify="left" if col == "limits" else "right")
+        for i, (name, losses) in enumerate(prof.limits_check.items()):
+            chosen = (i == 0) == kept
+            check.add_row(
+                name + (" (chosen)" if chosen else ""),
+                ", ".join(f"{v:.3f}" for v in losses) or "ran away",
+                f"{sum(losses) / len(losses):.3f}" if losses else "",
             )
         out.print(check)

@@ -109,6 +109,9 @@ class SiteProfile:
     #: how that was chosen inside the past (:func:`sim.fit.choose_recent`): each way's losses on
     #: the last third of the fit period, fitted on the first two; empty when not checked
     recency: dict[str, list[float]] = field(default_factory=dict)
+    #: whether the fit's limits earned their place (:func:`sim.fit.earned_limits`): the fit
+    #: part's losses with them and without; empty when the fit chose none
+    limits_check: dict[str, list[float]] = field(default_factory=dict)
     #: ``bf_max_job_test`` (None: Slurm's default): a BACKFILL_DEPTHS entry, or the one
     #: the recorded start order showed
     bf_max_job_test: int | None = None
@@ -358,6 +361,8 @@ class SiteProfile:
                 f"outage_s: a positive number of seconds or null expected, not {outage!r}"
             )
         d["user_limits"] = _user_limits(d)
+        for key in ("recency", "limits_check"):
+            _check_losses(d, key)
         depth = d.get("bf_max_job_test")
         if depth is not None and (type(depth) is not int or depth < 1):
             raise ValueError(f"bf_max_job_test: a positive whole number or null, not {depth!r}")
@@ -488,6 +493,16 @@ def store(
 def load(trace: Trace) -> SiteProfile | None:
     """The stored profile made from this trace's file content, or None."""
     return find_stored(trace, SUFFIX, CACHE_DIR, SiteProfile.from_json)
+
+
+def _check_losses(d: dict[str, Any], key: str) -> None:
+    """A stored check's losses (``recency``, ``limits_check``): names to lists of numbers."""
+    v = d.get(key, {})
+    if not isinstance(v, dict) or not all(
+        isinstance(k, str) and isinstance(x, list) and all(type(y) in (int, float) for y in x)
+        for k, x in v.items()
+    ):
+        raise ValueError(f"{key}: names to lists of losses expected, not {v!r}"[:200])
 
 
 def _user_limits(d: dict[str, Any]) -> list[list[int | None]]:

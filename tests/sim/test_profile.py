@@ -14,7 +14,9 @@ from sim.availability import recorded_usage
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.fit import (
+    LIMIT_CHECK_JITTERS,
     RunawayReplay,
+    earned_limits,
     fit,
     recorded_max_pending,
     setting_loss,
@@ -164,6 +166,11 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     prof = fit(trace, jitters=1)  # an exact replay recovers the recording exactly
     assert prof.units >= prof.recorded_peak
     assert prof.limits == "MaxJobsPerUser=3 MaxTRESPerUser=node=8"
+    # the limits earned their place: dropping them costs the fit part replay for replay
+    (kept, with_), (dropped, without) = prof.limits_check.items()
+    assert kept == f"with {prof.limits}" and dropped == "without"
+    assert len(with_) == len(without) == LIMIT_CHECK_JITTERS
+    assert all(b > a for a, b in zip(with_, without, strict=True))
     assert prof.bf_max_job_test is None  # recorded under Slurm's default depth
     assert prof.fit["spearman"] > 0.9 and prof.fit["ks"] < 0.05
     # no recorded Priority column: the priority is chosen by the replays' loss, as before
@@ -175,8 +182,55 @@ def test_fit_recovers_the_limits_and_never_an_impossible_cluster(tmp_path):
     assert path == tmp_path / "log.swf.profile.json"
     again = load(trace)
     assert again is not None and again.describe() == prof.describe()
+    assert again.limits_check == prof.limits_check
+    bad = json.loads(prof.to_json())
+    for key, value in (("limits_check", {"with": ["x"]}), ("recency", [1.0])):
+        with pytest.raises(ValueError, match=key):
+            SiteProfile.from_json(json.dumps({**bad, key: value}))
     trace.digest = "cd" * 32
     assert load(trace) is None
+
+
+@pytest.mark.parametrize(
+    ("with_", "without", "kept"),
+    [
+        ([0.10, 0.12, 0.14, 0.16, 0.18, 0.20], [0.13, 0.15, 0.17, 0.19, 0.21, 0.23], True),
+        # a larger mean gain, but not replay for replay: one replay does better without
+        ([0.10, 0.12, 0.14, 0.16, 0.18, 0.20], [0.30, 0.35, 0.05, 0.16, 0.18, 0.20], False),
+        ([0.1] * 6, [0.1] * 6, False),  # a tie keeps nothing
+        ([0.1] * 6, "ran away", True),  # without them the replay runs away
+        ("ran away", [0.1] * 6, False),
+    ],
+)
+def test_limits_are_kept_only_where_dropping_them_costs_replay_for_replay(
+    monkeypatch, with_, without, kept
+):
+    import sim.fit as fitmod
+
+    prof = fitmod.starting_profile(recorded_log(None, n=200))
+    prof.limits, prof.larger_jobs_exempt = "MaxJobsPerUser=3", True
+    monkeypatch.setattr(fitmod, "loss", lambda r: r)
+    monkeypatch.setattr(fitmod, "_replays", lambda trace, p, *a: with_ if p.limits else without)
+    out = earned_limits(None, prof, None, None, prof.units)  # type: ignore[arg-type]
+    assert (out.limits == "MaxJobsPerUser=3") == kept and out.larger_jobs_exempt == kept
+    got = list(out.limits_check.values())
+    assert got == [[] if v == "ran away" else v for v in (with_, without)]
+
+
+def test_hpcsim_fit_prints_the_limits_check():
+    from rich.console import Console
+
+    from sim.fit_cli import print_fit
+
+    prof = SiteProfile.from_json(load_shipped().to_json())
+    prof.limits = ""
+    prof.limits_check = {"with MaxJobsPerUser=5": [0.2, 0.3], "without": [0.21, 0.29]}
+    out = Console(record=True, width=200)
+    print_fit(out, prof, "log")
+    text = out.export_text()
+    assert "earn their place" in text
+    assert re.search(r"with MaxJobsPerUser=5[ │]+0\.200, 0\.300[ │]+0\.250", text)
+    assert re.search(r"without \(chosen\)[ │]+0\.210, 0\.290", text)
 
 
 def test_fit_recovers_a_shallow_backfill_depth(tmp_path):

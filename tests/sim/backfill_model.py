@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Callable
 
 from sim.mapparams import MapParams
 
@@ -133,9 +134,22 @@ def round_end(t: float, res: float) -> float:
     return t if math.isinf(t) or res <= 1 else math.ceil(t / res) * res
 
 
-def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list[int]:
+#: at a job's turn (:func:`plan_model`): None (tested), PASSED (passed over before the test,
+#: uncounted) or HELD (counted, but it neither starts nor reserves)
+PASSED, HELD = "passed", "held"
+
+
+def plan_model(
+    jobs: list[tuple[int, float]],
+    n_test: int,
+    p: MapParams,
+    turn: Callable[[int], str | None] | None = None,
+    started: Callable[[int], None] | None = None,
+) -> list[int]:
     """The backfill pass over (units, limit) jobs in priority order: indices started now.
-    Walks every tested job (no early stop) and builds a fresh map for every job."""
+    Walks every tested job (no early stop) and builds a fresh map for every job. ``turn(i)``
+    says what a limit does to job ``i`` at its turn (PASSED, HELD or None), after
+    ``started(j)`` has been called for each job ``j`` before it that started."""
     now, free, ends, horizon, min_step = p.now, p.free, list(p.ends), p.horizon, p.min_step
     per_node, total, window, linear, epoch, res = (
         p.per_node,
@@ -146,8 +160,17 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
         p.resolution,
     )
     held: list[tuple[float, float, int]] = []
-    started = []
-    for i, (units, limit) in enumerate(jobs[:n_test]):
+    out = []
+    tested = 0
+    for i, (units, limit) in enumerate(jobs):
+        if tested >= n_test:
+            break
+        gate = turn(i) if turn is not None else None
+        if gate == PASSED:
+            continue
+        tested += 1
+        if gate == HELD:
+            continue
         prof = Profile(now, free, ends, horizon, min_step, window, linear, epoch, p.end_shift)
         for r in held:
             prof.reserve(*r)
@@ -155,12 +178,14 @@ def plan_model(jobs: list[tuple[int, float]], n_test: int, p: MapParams) -> list
         if t is None:
             continue
         if t == now:
-            started.append(i)
+            out.append(i)
             free -= units
             insort(ends, (round_end(now + limit, res) + p.end_shift, -1, units))
+            if started is not None:
+                started(i)
         else:
             held.append((t, limit, whole_nodes(units, per_node, total)))
-    return started
+    return out
 
 
 def estimate_model(jobs: list[tuple[int, float]], target: int, p: MapParams) -> float | None:

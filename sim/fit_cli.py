@@ -140,34 +140,41 @@ def print_fit(out: Console, prof: SiteProfile, name: str) -> None:
             ranks.add_row(key + (" (chosen)" if key == prof.priority else ""), f"{rho:.3f}")
         out.print(ranks)
     if prof.recency:
-        check = Table(
-            title="judged on the whole fit period or its recent part: fitted on its first two "
-            "thirds, judged on its last (inside the past)"
-        )
-        for col in ("fit judged on", "loss (jittered replays)", "mean"):
-            check.add_column(col, justify="left" if col == "fit judged on" else "right")
-        for name, losses in prof.recency.items():
-            chosen = (name == "whole") == (prof.recent is None)
-            check.add_row(
-                name + (" (chosen)" if chosen else ""),
-                ", ".join(f"{v:.3f}" for v in losses),
-                f"{sum(losses) / len(losses):.3f}",
+        out.print(
+            _losses_table(
+                "judged on the whole fit period or its recent part: fitted on its first two "
+                "thirds, judged on its last (inside the past)",
+                "fit judged on",
+                prof.recency,
+                "whole"
+                if prof.recent is None
+                else next((k for k in prof.recency if k != "whole"), ""),
             )
-        out.print(check)
+        )
     if prof.limits_check:
-        kept = bool(prof.limits)
-        check = Table(
-            title="do the per-user limits earn their place? The fit part's loss with them and "
-            "without, over the same jittered replays (kept where dropping them costs, replay "
-            "for replay, at one-sided 90 % confidence)"
-        )
-        for col in ("limits", "loss (jittered replays)", "mean"):
-            check.add_column(col, justify="left" if col == "limits" else "right")
-        for i, (name, losses) in enumerate(prof.limits_check.items()):
-            chosen = (i == 0) == kept
-            check.add_row(
-                name + (" (chosen)" if chosen else ""),
-                ", ".join(f"{v:.3f}" for v in losses) or "ran away",
-                f"{sum(losses) / len(losses):.3f}" if losses else "",
+        with_, without = list(prof.limits_check)
+        out.print(
+            _losses_table(
+                "do the per-user limits earn their place? The fit part's loss with them and "
+                "without, over the same jittered replays (kept where dropping them costs, "
+                "replay for replay, at one-sided 90 % confidence)",
+                "limits",
+                prof.limits_check,
+                with_ if prof.limits else without,
             )
-        out.print(check)
+        )
+
+
+def _losses_table(title: str, first: str, losses: dict[str, list[float]], chosen: str) -> Table:
+    """One of the fit's checks: each way's losses over jittered replays (none: it ran
+    away), their mean, and the way chosen."""
+    table = Table(title=title)
+    for col in (first, "loss (jittered replays)", "mean"):
+        table.add_column(col, justify="left" if col == first else "right")
+    for name, values in losses.items():
+        table.add_row(
+            name + (" (chosen)" if name == chosen else ""),
+            ", ".join(f"{v:.3f}" for v in values) or "ran away",
+            f"{sum(values) / len(values):.3f}" if values else "",
+        )
+    return table

@@ -1084,7 +1084,7 @@ static int count_start(PyObject *extra, PyObject *job, long long nodes, long lon
  * limits: (max_jobs, max_nodes, max_cpus, larger_jobs_exempt, cpu_counted, cpus_per_node,
  * node_cpus, user_limits), -1 for no limit. A CPU-counted job takes ceil(units / cpus_per_node) nodes; a
  * node-counted one units * node_cpus CPUs. */
-/* (order, n, user_use, limits): the arguments of limit_filter() and bf_depth(). */
+/* (order, n, user_use, limits): the arguments of limit_filter(). */
 static int parse_order_limits(PyObject *args, PyObject **order, Py_ssize_t *n, PyObject **user_use,
                               Limits *l) {
     PyObject *lim;
@@ -1459,7 +1459,6 @@ static PyMethodDef methods[] = {
     {"limited_picks", limited_picks, METH_VARARGS, "The main pass under QOS limits, one pool."},
     {"plan_limited", plan_limited, METH_VARARGS, "The backfill pass under QOS limits."},
     {"walk_pools", walk_pools, METH_VARARGS, "The backfill walk on node pools."},
-    {"bf_depth", bf_depth, METH_VARARGS, "How deep the backfill walks under QOS limits."},
     {"register_life", register_life, METH_VARARGS, "Register the job and record classes."},
     {"start_jobs", start_jobs, METH_VARARGS, "Start the queue's jobs at the given indices."},
     {"end_jobs", end_jobs, METH_VARARGS, "The job ends due now: release and log them."},

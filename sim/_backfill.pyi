@@ -74,13 +74,6 @@ def plan_limited(
     limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
     /,
 ) -> list[int]: ...
-def bf_depth(
-    order: list[Any],
-    n_test: int,
-    user_use: dict[int, list[int]],
-    limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]],
-    /,
-) -> int: ...
 def walk_pools(
     order: list[Any],
     stop: int,
@@ -91,6 +84,7 @@ def walk_pools(
     params: tuple[float, float, float, float, float, float, float, int],
     user_use: dict[int, list[int]],
     limits: tuple[int, int, int, bool, bool, int, int, dict[int, tuple[int, int, int]]] | None,
+    n_test: int,
     /,
 ) -> list[tuple[int, list[tuple[int, int]]]] | float | None: ...
 def queue_arrays(

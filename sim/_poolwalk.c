@@ -296,30 +296,35 @@ static int running_ends(PyObject *running, double res, Py_ssize_t s_n, SegEnd *e
     return 0;
 }
 
-/* The backfill's depth under QOS limits (sim/backfill.py, _bf_depth_stop): how far into
- * `order` the walk goes to reach its n_test-th job that counts, passing over uncounted the
- * jobs a limit passes over before the will-run test (HOLD_PASSED). */
-static PyObject *bf_depth(PyObject *self, PyObject *args) {
-    PyObject *order, *user_use;
-    Py_ssize_t n_test, tested = 0;
-    Limits l;
-    if (parse_order_limits(args, &order, &n_test, &user_use, &l) < 0) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(order);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (tested >= n_test) return PyLong_FromSsize_t(i);
-        long long nodes, cpus;
-        int h = limit_holds(PyList_GET_ITEM(order, i), user_use, NULL, &l, &nodes, &cpus);
-        if (h < 0) return NULL;
-        if (h != HOLD_PASSED) tested++;
+/* Read order[i]'s units, limit and pool (its segments into `pools`, from poff[i], plen[i]
+ * of them) for walk_pools(), which reads each job once, where it first needs it. */
+static int read_pool_job(PyObject *order, Py_ssize_t i, Py_ssize_t s_n, Pairs *pools,
+                         long long *units, double *limit, Py_ssize_t *poff, Py_ssize_t *plen) {
+    PyObject *job = PyList_GET_ITEM(order, i);
+    if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0 ||
+        read_double(slot(job, F_LIMIT), &limit[i]) < 0)
+        return -1;
+    PyObject *pool = PyObject_GetAttr(job, pool_key);
+    if (pool == NULL) return -1;
+    poff[i] = pools->n;
+    int r = read_segs(pool, s_n, pools, "job.pool");
+    Py_DECREF(pool);
+    if (r < 0) return -1;
+    plen[i] = pools->n - poff[i];
+    if (plen[i] == 0) {
+        PyErr_SetString(PyExc_ValueError, "walk_pools: a job with an empty pool");
+        return -1;
     }
-    return PyLong_FromSsize_t(n);
+    return 0;
 }
 
-/* walk_pools(order, stop, start_now, seg_free, seg_size, running, params, user_use, limits)
- *   -> list[(int, alloc)] | float | None
+/* walk_pools(order, stop, start_now, seg_free, seg_size, running, params, user_use, limits,
+ *            n_test) -> list[(int, alloc)] | float | None
  * The backfill walk on node pools over order[:stop] (sim/backfill.py, _walk_pools). With
- * start_now: the jobs it starts now, as (index, allocation); a job a QOS limit holds
- * (counting the starts before it; `limits` as limit_filter takes them, or None) is passed.
+ * start_now: the jobs it starts now, as (index, allocation); a job a QOS limit holds at its
+ * turn (counting the starts before it; `limits` as limit_filter takes them, or None) is
+ * passed, and the walk ends at its n_test-th job that counts: one the limits pass over
+ * before the will-run test (HOLD_PASSED) does not, as in walk_limited().
  * Else squeue --start of order[stop]: every job before it reserves its earliest start, then
  * its own earliest start, or None.
  * seg_free, seg_size: units free now and in all per segment; running: the running jobs (a
@@ -330,14 +335,14 @@ static PyObject *bf_depth(PyObject *self, PyObject *args) {
 static PyObject *walk_pools(PyObject *self, PyObject *args) {
     PyObject *order, *seg_free, *seg_size, *running, *user_use, *lim, *result = NULL,
              *extra = NULL;
-    Py_ssize_t stop;
+    Py_ssize_t stop, n_test, tested = 0;
     int start_now;
     Params p = {0};
     Limits l;
-    if (!PyArg_ParseTuple(args, "O!npO!O!O!(dddddddL)OO", &PyList_Type, &order, &stop,
+    if (!PyArg_ParseTuple(args, "O!npO!O!O!(dddddddL)OOn", &PyList_Type, &order, &stop,
                           &start_now, &PyList_Type, &seg_free, &PyList_Type, &seg_size,
                           &PyDict_Type, &running, &p.now, &p.horizon, &p.min_step, &p.window,
-                          &p.linear, &p.epoch, &p.res, &p.per_node, &user_use, &lim))
+                          &p.linear, &p.epoch, &p.res, &p.per_node, &user_use, &lim, &n_test))
         return NULL;
     int limited = lim != Py_None;
     if (limited && (!PyDict_Check(user_use) || parse_limits(lim, &l) < 0)) {
@@ -377,23 +382,6 @@ static PyObject *walk_pools(PyObject *self, PyObject *args) {
         if (read_ll(PyList_GET_ITEM(seg_free, s), &free[s]) < 0 ||
             read_ll(PyList_GET_ITEM(seg_size, s), &size[s]) < 0)
             goto done;
-    for (Py_ssize_t i = 0; i < n_jobs; i++) {
-        PyObject *job = PyList_GET_ITEM(order, i);
-        if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0 ||
-            read_double(slot(job, F_LIMIT), &limit[i]) < 0)
-            goto done;
-        PyObject *pool = PyObject_GetAttr(job, pool_key);
-        if (pool == NULL) goto done;
-        poff[i] = pools.n;
-        int r = read_segs(pool, s_n, &pools, "job.pool");
-        Py_DECREF(pool);
-        if (r < 0) goto done;
-        plen[i] = pools.n - poff[i];
-        if (plen[i] == 0) {
-            PyErr_SetString(PyExc_ValueError, "walk_pools: a job with an empty pool");
-            goto done;
-        }
-    }
     if (running_ends(running, p.res, s_n, ends, &al) < 0) goto done;
     segmap.s_n = s_n;
     segmap.n = segmap.cap = 0; /* its rows' width may differ from the last call's */
@@ -402,23 +390,36 @@ static PyObject *walk_pools(PyObject *self, PyObject *args) {
     Py_ssize_t last = n_jobs - 1;
     if (start_now) { /* past the last job that fits now, nothing can start */
         last = -1;
+        long long all_free = 0;
+        for (Py_ssize_t s = 0; s < s_n; s++) all_free += free[s];
         for (Py_ssize_t i = 0; i < n_jobs; i++) {
-            long long sum = 0;
-            for (Py_ssize_t q = poff[i]; q < poff[i] + plen[i]; q++) sum += free[pools.seg[q]];
+            /* under limits the walk may go deep into the queue: only the units are read
+             * (an upper bound on what fits); else each job's pool is read here */
+            PyObject *job = PyList_GET_ITEM(order, i);
+            if (limited ? check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0
+                        : read_pool_job(order, i, s_n, &pools, units, limit, poff, plen) < 0)
+                goto fail;
+            long long sum = all_free;
+            if (!limited) {
+                sum = 0;
+                for (Py_ssize_t q = poff[i]; q < poff[i] + plen[i]; q++) sum += free[pools.seg[q]];
+            }
             if (sum >= units[i]) last = i;
         }
         if (last < 0) goto done;
         if (limited && (extra = PyDict_New()) == NULL) goto fail;
     }
     if (segmap_build(&segmap, &p, free, ends, n_ends, &al) < 0) goto fail;
-    for (Py_ssize_t i = 0; i <= last; i++) {
+    for (Py_ssize_t i = 0; i <= last && tested < n_test; i++) {
         PyObject *job = PyList_GET_ITEM(order, i);
         long long nodes = 0, cpus = 0;
-        if (extra != NULL) {
-            int h = limit_holds(job, user_use, extra, &l, &nodes, &cpus);
-            if (h < 0) goto fail;
-            if (h) continue;
-        }
+        int h = extra == NULL ? 0 : limit_holds(job, user_use, extra, &l, &nodes, &cpus);
+        if (h < 0) goto fail;
+        if (h == HOLD_PASSED) continue;
+        if (start_now) tested++;
+        if (h) continue;
+        if (plen[i] == 0 && read_pool_job(order, i, s_n, &pools, units, limit, poff, plen) < 0)
+            goto fail;
         const Py_ssize_t *segs = pools.seg + poff[i];
         Py_ssize_t k = plen[i];
         double t;

@@ -7,12 +7,12 @@ tests/sim/pools_model.py)."""
 from __future__ import annotations
 
 import math
+import sys
 
 from sim import _backfill
 from sim.engine_state import EngineState
 from sim.mapparams import MapParams
 from sim.pools import Alloc
-from sim.state import SimJob
 
 # Slurm's will-run test frees running jobs in groups cut at 30-s windows (sim/_backfill.c).
 WILL_RUN_WINDOW = 30.0
@@ -80,19 +80,14 @@ class Backfill(EngineState):
             self._limit_params(),
         )
 
-    def _bf_depth_stop(self, order: list[SimJob]) -> int:
-        """How far into ``order`` the backfill walks: to its ``bf_max_job_test``-th job that
-        counts, passing over uncounted the jobs a limit holds before the will-run test
-        (:meth:`_bf_passes_over`, as limits hold them at the pass's start)."""
-        n_test = self.cfg.bf_max_job_test
-        if not self._run_limits:
-            return min(len(order), n_test)
-        return _backfill.bf_depth(order, n_test, self.state.user_use, self._limit_params())
-
-    def _walk_pools(self, stop: int, start_now: bool) -> list[tuple[int, Alloc]] | float | None:
+    def _walk_pools(
+        self, stop: int, start_now: bool, n_test: int = sys.maxsize
+    ) -> list[tuple[int, Alloc]] | float | None:
         """The backfill walk on node pools over ``order[:stop]``: with ``start_now``, the
-        jobs it starts now (index, allocation); else ``squeue --start`` of ``order[stop]``
-        (reservations of every job before it, then its earliest start, or None). Slurm's map
+        jobs it starts now (index, allocation), up to its ``n_test``-th job that counts (a
+        job a limit holds at its turn is passed; one :meth:`_bf_passes_over` holds does
+        not count); else ``squeue --start`` of ``order[stop]`` (reservations of every job
+        before it, then its earliest start, or None). Slurm's map
         kept per segment, freed in will-run groups; a job started now joins the running jobs
         and the map is rebuilt; a reservation holds whole nodes on a CPU-counted cluster.
         Compiled (``_backfill.walk_pools``, sim/_poolwalk.c; its Python model is
@@ -122,12 +117,14 @@ class Backfill(EngineState):
             params,
             st.user_use,
             limits,
+            n_test,
         )
 
     def _backfill_pools(self) -> None:
         """:meth:`_backfill_pass` on node pools (sim/pools.py)."""
-        order = self.state.order
-        plan = self._walk_pools(self._bf_depth_stop(order), True)
+        n_test = self.cfg.bf_max_job_test
+        n = len(self.state.order)
+        plan = self._walk_pools(n if self._run_limits else min(n, n_test), True, n_test)
         assert isinstance(plan, list)
         if plan:
             self._start_picked(plan, backfill=True)

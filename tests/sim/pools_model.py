@@ -6,6 +6,7 @@ same will-run groups, horizon and resolution as the compiled single-pool core.""
 from __future__ import annotations
 
 import math
+import sys
 from bisect import bisect_left
 from typing import Any
 
@@ -157,12 +158,25 @@ def segment_map(
     )
 
 
+def _turn(sim: Any, job: Any, extra: dict[int, list[int]]) -> str:
+    """What the limits do with ``job`` at its turn in a pass that started the jobs in
+    ``extra``: "passed" (over, before the will-run test: it does not count towards the
+    depth), "held" (it counts, but neither starts nor reserves) or "tested"."""
+    if not sim._run_limits:
+        return "tested"
+    if sim._bf_passes_over(job, extra):
+        return "passed"
+    return "held" if sim._limit_reason(job, extra) is not None else "tested"
+
+
 def walk_pools_model(
-    sim: Any, stop: int, start_now: bool
+    sim: Any, stop: int, start_now: bool, n_test: int = sys.maxsize
 ) -> list[tuple[int, Alloc]] | float | None:
     """``Simulator._walk_pools`` in Python: the backfill walk on node pools over
-    ``order[:stop]``; with ``start_now``, the jobs it starts now (index, allocation); else
-    ``squeue --start`` of ``order[stop]``."""
+    ``order[:stop]``; with ``start_now``, the jobs it starts now (index, allocation), each
+    job's limits checked at its turn, up to its ``n_test``-th job that counts (one the
+    limits pass over before the will-run test does not); else ``squeue --start`` of
+    ``order[stop]``."""
     st = sim.state
     order = st.order
     now = st.now
@@ -185,9 +199,14 @@ def walk_pools_model(
         if last < 0:
             return started
     smap = segment_map(sim, free, new_ends)
+    tested = 0
     for i in range(last + 1 if start_now else stop + 1):
+        if tested >= n_test:
+            break
         job = order[i]
-        if start_now and sim._run_limits and sim._limit_reason(job, extra) is not None:
+        turn = _turn(sim, job, extra) if start_now else "tested"
+        tested += turn != "passed" and start_now
+        if turn != "tested":
             continue
         fit = smap.fit(job.pool, job.units, job.limit)
         if not start_now and i == stop:
@@ -214,19 +233,3 @@ def walk_pools_model(
             held.append(r)
             smap.reserve(*r)
     return started
-
-
-def bf_depth_model(sim: Any, order: list[Any]) -> int:
-    """``Simulator._bf_depth_stop`` in Python: how far into ``order`` the backfill walks to
-    its ``bf_max_job_test``-th job that counts, passing over uncounted the jobs a limit
-    passes over before the will-run test."""
-    n_test = sim.cfg.bf_max_job_test
-    if not sim._run_limits:
-        return min(len(order), n_test)
-    tested = 0
-    for i, job in enumerate(order):
-        if tested >= n_test:
-            return i
-        if not sim._bf_passes_over(job):
-            tested += 1
-    return len(order)

@@ -391,6 +391,30 @@ def test_backfill_depth_passes_over_jobs_the_running_jobs_limit_holds(pools):
 
 
 @pytest.mark.parametrize("pools", [False, True])
+def test_backfill_depth_passes_over_jobs_held_by_a_start_in_the_same_pass(pools):
+    # 4 nodes, MaxJobsPerUser=1, bf_max_job_test=3. Job 1 (user 1, 2 nodes) runs until 100;
+    # job 2 (user 3, 4 nodes) waits for its end, reserved, and counts first. At the first pass
+    # (t=30) job 3 (user 0) starts and counts second; job 4 (user 0) is then held by the
+    # running-jobs limit at its turn, so Slurm passes it over uncounted and job 5 (user 2)
+    # is the third job tested: it starts in the same pass, in both walks (the node-pool
+    # walk took its depth from the holds at the pass's start before session 37, and
+    # started job 5 a pass later).
+    rows = [(0, 100, 100, 2, 1), (1, 10, 100, 4, 3)]
+    rows += [(2, 50, 60, 1, 0), (2, 50, 60, 1, 0), (2, 50, 60, 1, 2)]
+    if pools:
+        cfg = SlurmConfig.from_text(
+            "SchedulerParameters=bf_max_job_test=3\n" + CPU_GPU.replace(PROMPT, "")
+        )
+        trace = replace(make_trace(rows, total=6), partitions=["cpu"] * 5)
+    else:
+        cfg, trace = SlurmConfig(bf_max_job_test=3), make_trace(rows, total=4)
+    sim = Simulator(trace, cfg, limits=QosLimits(max_jobs_per_user=1))
+    sim.run()
+    got = starts(sim)
+    assert got[3] == got[5] == 30.0 and got[4] > 30.0
+
+
+@pytest.mark.parametrize("pools", [False, True])
 def test_limits_hold_on_a_random_workload(pools):
     # Never more than 2 running jobs or 5 nodes per user, never more nodes than a partition
     # has.

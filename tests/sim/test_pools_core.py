@@ -6,6 +6,7 @@ and start estimates."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 from unittest import mock
 
@@ -17,7 +18,7 @@ from sim import _backfill
 from sim.config import SlurmConfig
 from sim.engine import Simulator
 from sim.limits import QosLimits
-from tests.sim.pools_model import bf_depth_model, walk_pools_model
+from tests.sim.pools_model import walk_pools_model
 from tests.sim.simhelpers import make_trace
 
 
@@ -33,9 +34,10 @@ def pooled_worlds(draw):  # type: ignore[no-untyped-def]
         parts.append((lo, draw(st.integers(lo, n_nodes))))
     res = draw(st.sampled_from([1, 60]))
     linear = draw(st.sampled_from([0, 0, 60]))
+    delay = draw(st.sampled_from([0, 3]))
     conf = (
-        f"SchedulerParameters=batch_sched_delay=0,bf_resolution={res},"
-        f"bf_window_linear={linear},bf_max_job_test={draw(st.sampled_from([3, 100]))}\n"
+        f"SchedulerParameters=batch_sched_delay={delay},bf_resolution={res},"
+        f"bf_window_linear={linear},bf_max_job_test={draw(st.sampled_from([1, 2, 3, 100]))}\n"
         f"NodeName=n[1-{n_nodes}]" + (f" CPUs={cpus}\n" if cpus > 1 else "\n")
     )
     for k, (lo, hi) in enumerate(parts):
@@ -80,17 +82,12 @@ def pooled_worlds(draw):  # type: ignore[no-untyped-def]
 def walk_both(trace, cfg, limits, epoch) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Simulate ``trace`` with every backfill walk done both ways and compared (a start
     estimate of every pending job at every event too); how many walks of each kind ran."""
-    compiled, compiled_depth = Simulator._walk_pools, Simulator._bf_depth_stop
+    compiled = Simulator._walk_pools
     calls = {"now": 0, "estimate": 0}
 
-    def depth_both(sim, order):  # type: ignore[no-untyped-def]
-        got = compiled_depth(sim, order)
-        assert got == bf_depth_model(sim, order)
-        return got
-
-    def both(sim, stop, start_now):  # type: ignore[no-untyped-def]
-        got = compiled(sim, stop, start_now)
-        assert got == walk_pools_model(sim, stop, start_now)
+    def both(sim, stop, start_now, n_test=sys.maxsize):  # type: ignore[no-untyped-def]
+        got = compiled(sim, stop, start_now, n_test)
+        assert got == walk_pools_model(sim, stop, start_now, n_test)
         calls["now" if start_now else "estimate"] += 1
         return got
 
@@ -98,10 +95,7 @@ def walk_both(trace, cfg, limits, epoch) -> dict[str, int]:  # type: ignore[no-u
         sim = Simulator(trace, cfg, limits=limits, epoch=epoch)
     except ValueError:  # a limit no job can meet, refused at submission; not this test's
         return calls
-    with (
-        mock.patch.object(Simulator, "_walk_pools", both),
-        mock.patch.object(Simulator, "_bf_depth_stop", depth_both),
-    ):
+    with mock.patch.object(Simulator, "_walk_pools", both):
         for _ in range(5000):
             for job_id in list(sim.state.pending):
                 sim.estimate_start(job_id)
@@ -138,10 +132,10 @@ def test_walk_pools_refuses_bad_input():
     """Bad input is an error that names it, not a crash."""
     params = (0.0, 3600.0, 1.0, 30.0, 0.0, 0.0, 1.0, 1)
     with pytest.raises(IndexError, match="stop"):
-        _backfill.walk_pools([], 1, False, [1], [1], {}, params, {}, None)
+        _backfill.walk_pools([], 1, False, [1], [1], {}, params, {}, None, 10)
     with pytest.raises(ValueError, match="seg_free"):
-        _backfill.walk_pools([], 0, True, [1], [1, 2], {}, params, {}, None)
+        _backfill.walk_pools([], 0, True, [1], [1, 2], {}, params, {}, None, 10)
     with pytest.raises(TypeError, match="dict"):
-        _backfill.walk_pools([], 0, True, [1], [1], [], params, {}, None)  # running: a dict
+        _backfill.walk_pools([], 0, True, [1], [1], [], params, {}, None, 10)  # running: a dict
     with pytest.raises(TypeError, match="job"):
-        _backfill.walk_pools([], 0, True, [1], [1], {1: "not a job"}, params, {}, None)
+        _backfill.walk_pools([], 0, True, [1], [1], {1: "not a job"}, params, {}, None, 10)

@@ -392,18 +392,15 @@ static PyObject *walk_pools(PyObject *self, PyObject *args) {
         last = -1;
         long long all_free = 0;
         for (Py_ssize_t s = 0; s < s_n; s++) all_free += free[s];
-        for (Py_ssize_t i = 0; i < n_jobs; i++) {
-            /* under limits the walk may go deep into the queue: only the units are read
-             * (an upper bound on what fits); else each job's pool is read here */
+        /* from the end (under limits the walk may go deep into the queue): a job's pool is
+         * read only where its units fit in all that is free; the rest at their turn */
+        for (Py_ssize_t i = n_jobs - 1; i >= 0 && last < 0; i--) {
             PyObject *job = PyList_GET_ITEM(order, i);
-            if (limited ? check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0
-                        : read_pool_job(order, i, s_n, &pools, units, limit, poff, plen) < 0)
-                goto fail;
-            long long sum = all_free;
-            if (!limited) {
-                sum = 0;
-                for (Py_ssize_t q = poff[i]; q < poff[i] + plen[i]; q++) sum += free[pools.seg[q]];
-            }
+            if (check_job(job) < 0 || read_ll(slot(job, F_UNITS), &units[i]) < 0) goto fail;
+            if (units[i] > all_free) continue;
+            if (read_pool_job(order, i, s_n, &pools, units, limit, poff, plen) < 0) goto fail;
+            long long sum = 0;
+            for (Py_ssize_t q = poff[i]; q < poff[i] + plen[i]; q++) sum += free[pools.seg[q]];
             if (sum >= units[i]) last = i;
         }
         if (last < 0) goto done;

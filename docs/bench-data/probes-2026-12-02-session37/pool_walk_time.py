@@ -2,7 +2,6 @@
 walk alone (`Simulator._walk_pools`, every call): python pool_walk_time.py TRACE LIMITS DEPTH."""
 
 import runpy
-import sys
 import time
 from pathlib import Path
 

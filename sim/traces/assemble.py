@@ -29,6 +29,41 @@ def fallback_limit(runtime: np.ndarray, factor: float = DEFAULT_LIMIT_FACTOR) ->
     return np.maximum(np.ceil(np.asarray(runtime, dtype=np.float64) * factor / 60.0), 1.0) * 60.0
 
 
+#: no site's log spans this long: a time further than this from the log's median submit,
+#: or a wait, run or limit this long, is a corrupt field (it would also stretch the replay's
+#: timelines, binned by the quarter hour, over centuries)
+MAX_SPAN_S = 50 * 365.25 * 86400.0
+
+
+def _skip_far_times(
+    diag: Diagnostics,
+    lines: np.ndarray,
+    keep: np.ndarray,
+    submit: np.ndarray,
+    recorded_start: np.ndarray,
+    runtime: np.ndarray,
+    limit: np.ndarray,
+) -> None:
+    """Leave out (in ``keep``) the rows whose times lie beyond :data:`MAX_SPAN_S`, each
+    named by its line."""
+    sub = np.asarray(submit, dtype=np.float64)
+    if not keep.any():
+        return
+    mid = float(np.quantile(sub[keep], 0.5, method="lower"))  # one of the log's own
+    waits = np.asarray(recorded_start, dtype=np.float64) - sub
+    checks = (
+        ("submit time", np.abs(sub - mid), " from the log's median submit"),
+        ("wait", np.where(np.isfinite(waits), np.abs(waits), 0.0), ""),
+        ("run time", np.asarray(runtime, dtype=np.float64), ""),
+        ("limit", np.nan_to_num(np.asarray(limit, dtype=np.float64), posinf=0.0), ""),
+    )
+    for what, value, where in checks:
+        for i in np.flatnonzero(keep & (value > MAX_SPAN_S)):
+            years = value[i] / (365.25 * 86400)
+            diag.bad(int(lines[i]), f"{what} {years:.3g} years{where}, over 50; row skipped")
+            keep[i] = False
+
+
 def assemble(
     diag: Diagnostics,
     *,
@@ -81,6 +116,7 @@ def assemble(
                 " row skipped",
             )
 
+    _skip_far_times(diag, lines, keep, submit, recorded_start, runtime, limit)
     diag.raise_if_strict()
     size_stated = total_units is not None
     if total_units is None:

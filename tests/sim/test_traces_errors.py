@@ -88,3 +88,33 @@ def test_detect_format():
     assert detect_format("24\n  JobID JobName\n---- ----\n") == "sacct"
     assert detect_format("JobIDRaw|State\n") == "sacct"
     assert detect_format("job_id,user,submit,start,end,nodes,limit\n") == "csv"
+
+
+def swf_row(job: int, submit: float, wait: float, run: float, limit: float) -> str:
+    return f"{job} {submit:.0f} {wait:.0f} {run:.0f} 1 -1 -1 1 {limit:.0f} -1 1 1 1 -1 1 1 -1 -1\n"
+
+
+def test_times_no_log_spans_are_skipped_by_line(tmp_path):
+    """A submit time, wait, run time or limit over 50 years (a corrupt field; hypothesis
+    found a submit of 1e20 s that made the replay's availability timeline ask for 789 PiB)
+    skips its row with a warning naming the line, in every format (the shared assembly)."""
+    century = 100 * 365.25 * 86400
+    rows = [swf_row(1, 0, 0, 10, 60), swf_row(2, 5, 1, 10, 60), swf_row(3, 1e20, 0, 10, 60)]
+    rows += [swf_row(4, 9, century, 10, 60), swf_row(5, 9, 0, century, 60)]
+    rows += [swf_row(6, 9, 0, 10, century), swf_row(7, 9, 0, 10, 60)]
+    path = tmp_path / "far.swf"
+    path.write_text("".join(rows))
+    trace = read_trace(path, cache=False)
+    assert sorted(trace.job_id.tolist()) == [1, 2, 7]
+    got = {w.line: w.reason for w in trace.warnings}
+    assert set(got) == {3, 4, 5, 6}
+    for line, what in ((3, "submit time"), (4, "wait"), (5, "run time"), (6, "limit")):
+        assert got[line].startswith(what) and "over 50" in got[line]
+    with pytest.raises(TraceError, match=r"far\.swf:3: submit time"):
+        read_trace(path, strict=True, cache=False)
+    csv = tmp_path / "far.csv"
+    csv.write_text(
+        "job_id,user,submit,start,end,nodes\n1,u,0,0,10,1\n2,u,90000000000,90000000000,90000000010,1\n"
+    )
+    (warning,) = read_trace(csv, cache=False).warnings  # 2,850 years: a Unix time it reads
+    assert warning.line == 3 and warning.reason.startswith("submit time")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sim.config import SlurmConfig
@@ -128,29 +128,28 @@ def brute(rows, cap, users, own=None):
         at = sorted(firsts.values())[users - 1]
         looked = [t for t in moments if t >= at] + [t for t in moments if t < at][-1:]
         new = max(use(w, t) for t in looked for w in held)
-        changes[at] = ("cap", new)
+        changes[at] = {"cap": new}
     for since, until in ((-math.inf, at), (at, math.inf)):
         for user in sorted(who):
             limit = max(mine.get(user, cap), new if since == at else cap)
             over = [t for t in moments if since <= t < until and use(user, t) > limit]
             if over:
                 most = max(use(user, t) for t in moments if t >= over[0])
-                changes.setdefault(over[0], ("users", {}))
-                changes[over[0]][1][user] = most
+                changes.setdefault(over[0], {}).setdefault("users", {})[user] = most
                 mine[user] = most
     out, now, now_own = [], cap, dict([own]) if own else {}
-    for t in sorted(changes):
-        kind, value = changes[t]
-        if kind == "cap":
-            now = value
-        else:
-            now_own.update(value)
+    for t in sorted(changes):  # a step of the cap and users raised may share a moment
+        now = changes[t].get("cap", now)
+        now_own.update(changes[t].get("users", {}))
         out.append((t, now, tuple((u, None, c, None) for u, c in sorted(now_own.items()))))
     return out
 
 
 @settings(max_examples=300, deadline=None)
 @given(jobs, st.integers(1, 8), st.integers(1, 3), st.none() | st.integers(1, 10))
+# found by hypothesis (seed 303, session 37): the cap's step and a user raised above the
+# new cap at one moment (the model's own bookkeeping failed there; the code was right)
+@example(rows=[(0, 1, 2, 1), (0, 1, 3, 0)], cap=1, users=1, own=2)
 def test_the_steps_match_a_moment_by_moment_count(rows, cap, users, own):
     """A user's own limit (user 0's, where drawn) is checked as the brute-force count does."""
     rows = [(s, r, u, w) for s, r, u, w in rows]

@@ -60,7 +60,7 @@ def _skip_far_times(
     for what, value, where in checks:
         for i in np.flatnonzero(keep & (value > MAX_SPAN_S)):
             years = value[i] / (365.25 * 86400)
-            diag.bad(int(lines[i]), f"{what} {years:.3g} years{where}, over 50; row skipped")
+            diag.bad(int(lines[i]), f"{what} of {years:.3g} years{where} (over 50); row skipped")
             keep[i] = False
 
 

@@ -205,7 +205,8 @@ def walk_pools_model(
             break
         job = order[i]
         turn = _turn(sim, job, extra) if start_now else "tested"
-        tested += turn != "passed" and start_now
+        if start_now and turn != "passed":
+            tested += 1
         if turn != "tested":
             continue
         fit = smap.fit(job.pool, job.units, job.limit)

@@ -109,7 +109,7 @@ def test_times_no_log_spans_are_skipped_by_line(tmp_path):
     got = {w.line: w.reason for w in trace.warnings}
     assert set(got) == {3, 4, 5, 6}
     for line, what in ((3, "submit time"), (4, "wait"), (5, "run time"), (6, "limit")):
-        assert got[line].startswith(what) and "over 50" in got[line]
+        assert got[line].startswith(f"{what} of ") and "(over 50)" in got[line]
     with pytest.raises(TraceError, match=r"far\.swf:3: submit time"):
         read_trace(path, strict=True, cache=False)
     csv = tmp_path / "far.csv"
